@@ -1,0 +1,126 @@
+# radiance: the one build.
+#
+#   make            the binary and its plugins under build/
+#   make test       every test (unit, ops, arch, golden, e2e)
+#   make asan       the same tests under AddressSanitizer + UBSan, in build-asan/
+#   make install    PREFIX/bin/radiance, PREFIX/lib/radiance/plugins, man pages
+#   make deps       the Debian packages the build and tests need (run as root)
+#
+# The core (base, formats, engine) is one static library linked into the
+# binary with its symbols exported, so architecture plugins resolve the
+# rad_decl_* / rad_issue functions from the binary at dlopen.  Plugins and
+# kernel libraries are separate .so files; the llama plugin is built once per
+# weight format from one source.
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CC      ?= cc
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+SAN     ?=
+WARN     = -Wall -Wextra -Wno-missing-field-initializers
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Ibase -fPIC $(WARN) $(CFLAGS) $(SAN)
+LDLIBS   = -ljansson -ldl -lm
+TESTLIBS = -lcmocka $(LDLIBS)
+
+CORE_SRC := $(wildcard base/*.c formats/*.c engine/*.c)
+APP_SRC  := $(wildcard app/*.c)
+REF_SRC  := $(wildcard kernels/ref/*.c) base/encoding.c
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
+APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
+HEADERS  := $(wildcard base/*.h formats/*.h engine/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ref/*.h app/*.h)
+
+QUANTS   := f32 f16 bf16 q8_0
+ENC_f32  := RAD_ENC_F32
+ENC_f16  := RAD_ENC_F16
+ENC_bf16 := RAD_ENC_BF16
+ENC_q8_0 := RAD_ENC_Q8_0
+ARCH_SO  := $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/llama_$(q).so)
+KERN_SO  := $(BUILD)/plugins/kernels/ref.so
+
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
+OPS_TESTS  := $(patsubst tests/ops/%.c,$(BUILD)/tests/ops/%,$(wildcard tests/ops/test_*.c))
+ARCH_TESTS := $(patsubst tests/arch/%.c,$(BUILD)/tests/arch/%,$(wildcard tests/arch/test_*.c))
+GOLDEN_TESTS := $(patsubst tests/golden/%.c,$(BUILD)/tests/golden/%,$(wildcard tests/golden/test_*.c))
+
+.PHONY: all test asan install deps clean unit-test ops-test arch-test golden-test e2e-test
+all: $(BUILD)/radiance $(ARCH_SO) $(KERN_SO)
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libradcore.a: $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/radiance: $(APP_OBJ) $(BUILD)/libradcore.a
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(APP_OBJ) -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(LDLIBS)
+
+$(BUILD)/plugins/arch/llama_%.so: arch/llama/llama.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< -lm
+
+$(KERN_SO): $(REF_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $(REF_SRC) -lm
+
+# ------------------------------------------------------------------ tests
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libradcore.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(TESTLIBS)
+
+$(BUILD)/tests/ops/%: tests/ops/%.c $(REF_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(filter-out base/encoding.c,$(REF_SRC)) base/encoding.c base/error.c $(TESTLIBS)
+
+# The recording builder stands in for the core: it links no engine code.
+$(BUILD)/tests/arch/%: tests/arch/%.c tests/arch/recording_builder.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< tests/arch/recording_builder.c base/error.c base/encoding.c $(TESTLIBS)
+
+$(BUILD)/tests/golden/%: tests/golden/%.c $(BUILD)/libradcore.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(TESTLIBS)
+
+TEST_ENV = RADIANCE_HOME=$(abspath $(BUILD)) RADIANCE_BIN=$(abspath $(BUILD)/radiance) RADIANCE_SRC=$(CURDIR)
+
+unit-test: all $(UNIT_TESTS)
+	@for t in $(UNIT_TESTS); do echo "== $$t"; $(TEST_ENV) $$t || exit 1; done
+ops-test: all $(OPS_TESTS)
+	@for t in $(OPS_TESTS); do echo "== $$t"; $(TEST_ENV) $$t || exit 1; done
+arch-test: all $(ARCH_TESTS)
+	@for t in $(ARCH_TESTS); do echo "== $$t"; $(TEST_ENV) $$t || exit 1; done
+golden-test: all $(GOLDEN_TESTS)
+	@for t in $(GOLDEN_TESTS); do echo "== $$t"; $(TEST_ENV) $$t || exit 1; done
+e2e-test: all
+	@for t in tests/e2e/test_*.sh; do echo "== $$t"; $(TEST_ENV) bash $$t || exit 1; done
+
+test: unit-test ops-test arch-test golden-test e2e-test
+	@echo "all test suites passed"
+
+asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+
+# ---------------------------------------------------------------- install
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/radiance/plugins/arch \
+	    $(DESTDIR)$(PREFIX)/lib/radiance/plugins/kernels $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BUILD)/radiance $(DESTDIR)$(PREFIX)/bin/radiance
+	install -m 644 $(ARCH_SO) $(DESTDIR)$(PREFIX)/lib/radiance/plugins/arch/
+	install -m 644 $(KERN_SO) $(DESTDIR)$(PREFIX)/lib/radiance/plugins/kernels/
+	install -m 644 man/radiance.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+# Debian packages named in the design; -dev for what we link or will link.
+DEB_PACKAGES = build-essential pkg-config libcmocka-dev libjansson-dev libncurses-dev libreadline-dev \
+    libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libutf8proc-dev libmd4c-dev libmd4c-html0-dev \
+    liburing-dev libzstd-dev libssl-dev tmux
+
+deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_PACKAGES)
+
+clean:
+	rm -rf build build-asan

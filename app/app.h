@@ -1,0 +1,28 @@
+/*
+** app.h: what the radiance commands share: exit codes, the error printer,
+** and the entry points of each command (one file per command).
+*/
+#ifndef RAD_APP_H
+#define RAD_APP_H
+
+#include "../engine/include/radiance.h"
+
+/* Exit codes, documented in man/radiance.1. */
+#define RAD_EXIT_OK 0
+#define RAD_EXIT_FAILURE 1          /* anything not listed below */
+#define RAD_EXIT_USAGE 2            /* bad flags or arguments */
+#define RAD_EXIT_NOT_FOUND 3        /* the model or a file does not exist */
+#define RAD_EXIT_INVALID 4          /* the model is malformed or unsupported */
+#define RAD_EXIT_CONTEXT 5          /* the prompt does not fit the context */
+#define RAD_EXIT_INTERRUPTED 130
+
+/* Print "radiance: <message>" for code and return the exit status for it. */
+int rad_app_fail(int code);
+/* Exit status for an engine error code. */
+int rad_app_exit_code(int code);
+
+int rad_cmd_run(int argc, char **argv);
+int rad_cmd_convert(int argc, char **argv);
+int rad_cmd_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+** cmd_convert.c: `radiance convert DIR -o OUT.rad [--quant Q]`.
+*/
+#include "app.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: radiance convert DIR -o OUT.rad [--quant f32|f16|bf16|q8_0]\n"
+    "\n"
+    "Convert a Hugging Face model folder (config.json, safetensors, tokenizer files)\n"
+    "into a .rad container. Nothing is written at OUT.rad unless conversion succeeds.\n"
+    "\n"
+    "  -o, --output FILE   the .rad file to write (required)\n"
+    "  -q, --quant Q       weight encoding of the matrices: f32, f16, bf16 (default), q8_0\n"
+    "      --plugins DIR   plugin folder (default: $RADIANCE_HOME/plugins or beside the binary)\n"
+    "  -h, --help          this help\n";
+
+int rad_cmd_convert(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"output", required_argument, 0, 'o'}, {"quant", required_argument, 0, 'q'},
+        {"plugins", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    const char *out = NULL, *quant = "bf16", *plugins = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:q:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'q': quant = optarg; break;
+        case 'P': plugins = optarg; break;
+        case 'h': fputs(usage, stdout); return RAD_EXIT_OK;
+        default: fputs(usage, stderr); return RAD_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1 || !out) {
+        fprintf(stderr, "radiance convert: %s\n%s", !out ? "-o OUT.rad is required" : "give one model folder",
+                usage);
+        return RAD_EXIT_USAGE;
+    }
+    int rc = rad_convert_hf(argv[optind], out, quant, plugins, stderr);
+    return rc ? rad_app_fail(rc) : RAD_EXIT_OK;
+}

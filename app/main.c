@@ -1,0 +1,75 @@
+/*
+** main.c: the radiance binary's front door: dispatch to a command, print
+** help and version, turn engine error codes into one-line messages and
+** documented exit statuses.
+*/
+#include "app.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef RAD_VERSION
+#define RAD_VERSION "0.1.0"
+#endif
+
+static const char usage[] =
+    "usage: radiance COMMAND [OPTIONS]\n"
+    "\n"
+    "commands:\n"
+    "  run -m MODEL --tokens IDS [-n N]   generate from token ids (see radiance run --help)\n"
+    "  convert DIR -o OUT.rad [--quant Q]  convert a Hugging Face folder into a .rad model\n"
+    "  info --plugins | --kernels | --graph MODEL\n"
+    "                                     list plugins and kernels, or print a model's program\n"
+    "\n"
+    "options:\n"
+    "  -h, --help      this help; COMMAND --help for a command's\n"
+    "  -V, --version   print the version\n"
+    "\n"
+    "Plugins are found in $RADIANCE_HOME/plugins, else beside the binary.\n"
+    "See radiance(1).\n";
+
+int rad_app_exit_code(int code)
+{
+    switch (code) {
+    case RAD_OK: return RAD_EXIT_OK;
+    case RAD_E_ARG: return RAD_EXIT_USAGE;
+    case RAD_E_NOTFOUND: return RAD_EXIT_NOT_FOUND;
+    case RAD_E_FORMAT:
+    case RAD_E_UNSUPPORTED:
+    case RAD_E_NOKERNEL:
+    case RAD_E_SHAPE:
+    case RAD_E_ABI: return RAD_EXIT_INVALID;
+    case RAD_E_RANGE: return RAD_EXIT_CONTEXT;
+    case RAD_E_INTERRUPT: return RAD_EXIT_INTERRUPTED;
+    }
+    return RAD_EXIT_FAILURE;
+}
+
+int rad_app_fail(int code)
+{
+    const char *msg = rad_error_message();
+    fprintf(stderr, "radiance: %s\n", msg[0] ? msg : rad_strerror(code));
+    return rad_app_exit_code(code);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return RAD_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return RAD_EXIT_OK;
+    }
+    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+        printf("radiance %s\n", RAD_VERSION);
+        return RAD_EXIT_OK;
+    }
+    if (!strcmp(cmd, "run")) return rad_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "convert")) return rad_cmd_convert(argc - 1, argv + 1);
+    if (!strcmp(cmd, "info")) return rad_cmd_info(argc - 1, argv + 1);
+    fprintf(stderr, "radiance: unknown command '%s'\n%s", cmd, usage);
+    return RAD_EXIT_USAGE;
+}

@@ -1,0 +1,295 @@
+/*
+** llama.c: the llama family plugin — Llama 2/3/3.1/3.2, SmolLM2, TinyLlama,
+** Mistral, Qwen2 and Qwen3 — one decoder shape with small variations:
+**
+**   x = embed(tokens)
+**   for each layer:
+**       x = x + attn(rmsnorm(x))      q/k/v biases when the checkpoint has them
+**                                      (Qwen2), per-head q/k norms (Qwen3)
+**       x = x + mlp(rmsnorm(x))       SwiGLU
+**   logits = lm_head(rmsnorm(x))      lm_head tied to the embedding or not
+**
+** One source builds one plugin per weight format (the build passes RAD_QUANT
+** and RAD_QUANT_ENC), so "llama at q8_0" and "llama at bf16" are separate
+** .so files chosen by the exact (id, quant) pair.  Which Hugging Face line a
+** checkpoint belongs to comes from its architecture name, never from a file
+** name; everything else is read from the metadata.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/rad_block_attn.h"
+#include "../common/rad_block_mlp.h"
+
+#ifndef RAD_QUANT
+#error "build with -DRAD_QUANT=\"f32\" -DRAD_QUANT_ENC=RAD_ENC_F32 (or another format)"
+#endif
+
+/* The residual add fused with the next norm: x += delta; h = rmsnorm(x).
+** Fusion is selection: when no kernel serves rmsnorm_add, the plain chain
+** add + rmsnorm is declared instead. */
+typedef struct ResidualNorm {
+    rad_weight w;
+    rad_op fused, add, norm;
+} ResidualNorm;
+
+typedef struct Layer {
+    ResidualNorm attn_norm;     /* layer 0: a plain norm of the embedding */
+    RadAttn attn;
+    ResidualNorm ffn_norm;
+    RadMlp mlp;
+} Layer;
+
+typedef struct Model {
+    int n_layers, max_tok, max_out;
+    double eps;
+    rad_weight tok_embd, output;
+    rad_buf ids, positions, out_ids;
+    rad_buf x, h, q, k, v, att, delta, gate, up, act, sel, logits;
+    RadAttnBuffers attn_io;
+    RadMlpBuffers mlp_io;
+    rad_op op_embed, op_gather, op_logits;
+    ResidualNorm out_norm;
+    Layer *layers;
+} Model;
+
+/* A plugin instance serves one model at a time; the engine loads it once. */
+static Model model;
+
+static const char *const hf_names[] = {
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", NULL,
+};
+
+const char *const *rad_arch_hf_names(void) { return hf_names; }
+
+int rad_arch_probe(const RadModelMeta *meta, RadArchProbe *out)
+{
+    (void)meta;
+    out->shape_probe_ok = 1;
+    out->kv_f32_ok = 1;
+    return RAD_OK;
+}
+
+/* ------------------------------------------------------------ declaring */
+
+static void declare_residual_norm(RadBuilder *b, ResidualNorm *r, rad_weight w, int first, int64_t n_embd)
+{
+    r->w = w;
+    r->fused = r->add = r->norm = -1;
+    if (!first) {
+        r->fused = RAD_OP(b, "rmsnorm_add",
+                          RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd),
+                                     RAD_FLOAT("eps", model.eps), RAD_FLOAT("w_offset", 0.0)),
+                          RAD_WEIGHTS(w));
+        rad_op_reads(b, r->fused, RAD_BUFS(model.x, model.delta));
+        rad_op_writes(b, r->fused, RAD_BUFS(model.x, model.h));
+        if (rad_op_resolved(b, r->fused)) return;
+        rad_note(b, "no kernel fuses the residual add with rmsnorm: issuing add + rmsnorm");
+        r->fused = -1;
+        r->add = RAD_OP(b, "add", RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd)),
+                        RAD_NO_WEIGHTS);
+        rad_op_reads(b, r->add, RAD_BUFS(model.x, model.delta));
+        rad_op_writes(b, r->add, RAD_BUFS(model.x));
+    }
+    r->norm = RAD_OP(b, "rmsnorm",
+                     RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd),
+                                RAD_FLOAT("eps", model.eps), RAD_FLOAT("w_offset", 0.0)),
+                     RAD_WEIGHTS(w));
+    rad_op_reads(b, r->norm, RAD_BUFS(model.x));
+    rad_op_writes(b, r->norm, RAD_BUFS(model.h));
+}
+
+static void step_residual_norm(RadCtx *c, const ResidualNorm *r, int64_t n)
+{
+    if (r->fused >= 0) {
+        RAD_ISSUE(c, r->fused, n, RAD_B(model.x), RAD_B(model.delta), RAD_W(r->w), RAD_B(model.h));
+        return;
+    }
+    if (r->add >= 0) RAD_ISSUE(c, r->add, n, RAD_B(model.x), RAD_B(model.delta), RAD_B(model.x));
+    RAD_ISSUE(c, r->norm, n, RAD_B(model.x), RAD_W(r->w), RAD_B(model.h));
+}
+
+/* RoPE as the checkpoint configures it; transformers 5 writes
+** rope_parameters, older versions rope_theta + rope_scaling. */
+static int rope_config(RadBuilder *b, const RadModelMeta *meta, RadRopeConfig *r)
+{
+    const char *prefix = rad_meta_has(meta, "rope_parameters.rope_type") ? "rope_parameters" : "rope_scaling";
+    char key[64];
+    snprintf(key, sizeof key, "%s.rope_type", prefix);
+    const char *type = rad_meta_gets(meta, key, NULL);
+    if (!type) {
+        snprintf(key, sizeof key, "%s.type", prefix);
+        type = rad_meta_gets(meta, key, "default");
+    }
+    memset(r, 0, sizeof *r);
+    r->n_rot = (int)rad_meta_geti(meta, "model.n_rot", meta->head_dim);
+    r->mode = (int)rad_meta_geti(meta, "model.rope_mode", 0);
+    r->theta = meta->rope_theta;
+    r->factor = 1.0;
+    snprintf(key, sizeof key, "%s.factor", prefix);
+    double factor = rad_meta_getf(meta, key, 1.0);
+    if (strcmp(type, "default") == 0) return RAD_OK;
+    if (strcmp(type, "linear") == 0) {
+        r->scaling = 1;
+        r->factor = factor;
+        return RAD_OK;
+    }
+    if (strcmp(type, "llama3") == 0) {
+        r->scaling = 2;
+        r->factor = factor;
+        snprintf(key, sizeof key, "%s.low_freq_factor", prefix);
+        r->low_freq_factor = rad_meta_getf(meta, key, 1.0);
+        snprintf(key, sizeof key, "%s.high_freq_factor", prefix);
+        r->high_freq_factor = rad_meta_getf(meta, key, 4.0);
+        snprintf(key, sizeof key, "%s.original_max_position_embeddings", prefix);
+        r->orig_ctx = (int)rad_meta_geti(meta, key, 8192);
+        return RAD_OK;
+    }
+    return rad_decl_fail(b, "RoPE scaling '%s' is not served by the llama plugin (default, linear, llama3 are)", type);
+}
+
+int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx)
+{
+    const char *hf = meta->hf_arch ? meta->hf_arch : "";
+    const int E = meta->n_embd, V = meta->n_vocab, L = meta->n_layers;
+    const int D = meta->head_dim, H = meta->n_head, HKV = meta->n_head_kv;
+    const int enc = RAD_QUANT_ENC;
+    if (H <= 0 || HKV <= 0 || D <= 0 || H % HKV != 0 || meta->n_ff <= 0 || L <= 0)
+        return rad_decl_fail(b, "llama: heads %d, kv heads %d, head_dim %d, n_ff %d, layers %d do not make a model",
+                             H, HKV, D, meta->n_ff, L);
+
+    free(model.layers);
+    memset(&model, 0, sizeof model);
+    model.n_layers = L;
+    model.max_tok = ctx->max_tok;
+    model.max_out = ctx->max_out_rows;
+    model.eps = meta->rms_eps;
+    model.layers = calloc((size_t)L, sizeof *model.layers);
+    if (!model.layers) return RAD_E_NOMEM;
+
+    int qk_norm = strcmp(hf, "Qwen3ForCausalLM") == 0;
+    int tied = (int)rad_meta_geti(meta, "tie_word_embeddings", 0);
+    int window = 0;
+    if (strcmp(hf, "MistralForCausalLM") == 0 || strcmp(hf, "Qwen2ForCausalLM") == 0) {
+        /* Qwen2 keeps a sliding_window key it only uses with use_sliding_window. */
+        int use = strcmp(hf, "MistralForCausalLM") == 0 || rad_meta_geti(meta, "use_sliding_window", 0);
+        window = use ? (int)rad_meta_geti(meta, "sliding_window", 0) : 0;
+        if (window > 0 && window < ctx->max_ctx)
+            rad_note(b, "sliding window of %d positions on every layer", window);
+        else
+            window = 0;
+    }
+    RadRopeConfig rope;
+    int rc = rope_config(b, meta, &rope);
+    if (rc) return rc;
+
+    /* Buffers, shared by every layer. */
+    const int T = ctx->max_tok, QW = H * D, KW = HKV * D, F = meta->n_ff;
+    model.ids = rad_derived(b, "token_ids", "token_ids", T);
+    model.positions = rad_derived(b, "positions", "positions", T);
+    model.out_ids = rad_derived(b, "out_ids", "out_ids", model.max_out);
+    model.x = rad_activation(b, "x", T, E);
+    model.h = rad_activation(b, "h", T, E);
+    model.q = rad_activation(b, "q", T, QW);
+    model.k = rad_activation(b, "k", T, KW);
+    model.v = rad_activation(b, "v", T, KW);
+    model.att = rad_activation(b, "att", T, QW);
+    model.delta = rad_activation(b, "delta", T, E);
+    model.gate = rad_activation(b, "gate", T, F);
+    model.up = rad_activation(b, "up", T, F);
+    model.act = rad_activation(b, "act", T, F);
+    model.sel = rad_activation(b, "selected", model.max_out, E);
+    model.logits = rad_activation(b, "logits", model.max_out, V);
+    rad_declare_logits(b, model.logits);
+    model.attn_io = (RadAttnBuffers){.h = model.h, .q = model.q, .k = model.k, .v = model.v,
+                                     .att = model.att, .out = model.delta, .positions = model.positions};
+    model.mlp_io = (RadMlpBuffers){.h = model.h, .gate = model.gate, .up = model.up, .act = model.act,
+                                   .out = model.delta};
+
+    RadKvGroupDecl kv_decl = {.kind = window ? RAD_KV_WINDOW : RAD_KV_FULL, .n_head_kv = HKV,
+                              .head_dim = D, .window = window};
+    rad_kv kv = rad_decl_kv_group(b, "kv", &kv_decl);
+
+    /* The embedding, then the layers, then the head: declaration order is
+    ** issue order. */
+    model.tok_embd = rad_weight_mapped(b, "token_embd.weight", "model.embed_tokens.weight", enc, 2, V, E,
+                                       RAD_ACCESS_VOCAB, -1, 0);
+    model.op_embed = RAD_OP(b, "embed_lookup", RAD_PARAMS(RAD_RANGE("M", 1, T), RAD_INT("N", E)),
+                            RAD_WEIGHTS(model.tok_embd));
+    rad_op_reads(b, model.op_embed, RAD_BUFS(model.ids));
+    rad_op_writes(b, model.op_embed, RAD_BUFS(model.x));
+
+    char name[RAD_NAME_MAX], hf_name[RAD_NAME_MAX], prefix[RAD_NAME_MAX];
+    for (int l = 0; l < L; l++) {
+        Layer *layer = &model.layers[l];
+        rad_weight attn_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.attn_norm.weight", l),
+                                                 rad_fmt(hf_name, "model.layers.%d.input_layernorm.weight", l),
+                                                 RAD_ENC_F32, 1, E, 0, RAD_ACCESS_PER_TOKEN, l, 0);
+        rad_weight ffn_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_norm.weight", l),
+                                                rad_fmt(hf_name, "model.layers.%d.post_attention_layernorm.weight", l),
+                                                RAD_ENC_F32, 1, E, 0, RAD_ACCESS_PER_TOKEN, l, 0);
+        declare_residual_norm(b, &layer->attn_norm, attn_norm, l == 0, E);
+
+        RadAttnConfig ac = {
+            .layer = l, .n_embd = E, .n_head = H, .n_head_kv = HKV, .head_dim = D, .weight_enc = enc,
+            .qk_norm = qk_norm, .norm_eps = meta->rms_eps, .norm_offset = 0.0, .scale = 1.0 / sqrt((double)D),
+            .softcap = 0.0, .window = window, .rope = rope,
+            .hf_prefix = rad_fmt(prefix, "model.layers.%d.self_attn", l), .max_tok = T,
+        };
+        rad_attn_declare(&layer->attn, b, &ac, &model.attn_io);
+        rad_bind_layer_kv(b, l, kv);
+
+        declare_residual_norm(b, &layer->ffn_norm, ffn_norm, 0, E);
+        RadMlpConfig mc = {.layer = l, .n_embd = E, .n_ff = F, .weight_enc = enc, .gelu = 0,
+                           .hf_prefix = rad_fmt(prefix, "model.layers.%d.mlp", l), .max_tok = T};
+        rad_mlp_declare(&layer->mlp, b, &mc, &model.mlp_io);
+    }
+
+    rad_weight out_norm = rad_weight_mapped(b, "output_norm.weight", "model.norm.weight", RAD_ENC_F32, 1, E, 0,
+                                            RAD_ACCESS_PER_TOKEN, -1, 0);
+    declare_residual_norm(b, &model.out_norm, out_norm, 0, E);
+
+    if (tied) {
+        /* A view of the embedding: no second copy in the container. */
+        RadWeightDecl d = {.enc = enc, .rank = 2, .shape = {V, E}, .access = RAD_ACCESS_VOCAB,
+                           .group = -1, .source = "token_embd.weight"};
+        model.output = rad_decl_weight(b, "output.weight", &d);
+        rad_note(b, "lm_head is tied to the token embedding");
+    } else {
+        model.output = rad_weight_mapped(b, "output.weight", "lm_head.weight", enc, 2, V, E, RAD_ACCESS_VOCAB, -1, 0);
+    }
+    model.op_gather = RAD_OP(b, "gather_rows", RAD_PARAMS(RAD_RANGE("M", 1, model.max_out), RAD_INT("N", E)),
+                             RAD_NO_WEIGHTS);
+    rad_op_reads(b, model.op_gather, RAD_BUFS(model.h, model.out_ids));
+    rad_op_writes(b, model.op_gather, RAD_BUFS(model.sel));
+    model.op_logits = RAD_OP(b, "logits_gemm",
+                             RAD_PARAMS(RAD_RANGE("M", 1, model.max_out), RAD_INT("N", V), RAD_INT("K", E),
+                                        RAD_INT("enc", rad_weight_encoding(b, model.output)),
+                                        RAD_FLOAT("softcap", 0.0)),
+                             RAD_WEIGHTS(model.output));
+    rad_op_reads(b, model.op_logits, RAD_BUFS(model.sel));
+    rad_op_writes(b, model.op_logits, RAD_BUFS(model.logits));
+    return RAD_OK;
+}
+
+/* ------------------------------------------------------------- stepping */
+
+void rad_arch_step(RadCtx *c, const RadBatch *batch)
+{
+    const int64_t n = batch->n_tok;
+    RAD_ISSUE(c, model.op_embed, n, RAD_B(model.ids), RAD_W(model.tok_embd), RAD_B(model.x));
+    for (int l = 0; l < model.n_layers; l++) {
+        const Layer *layer = &model.layers[l];
+        step_residual_norm(c, &layer->attn_norm, n);
+        rad_attn_step(&layer->attn, c, batch, &model.attn_io);
+        step_residual_norm(c, &layer->ffn_norm, n);
+        rad_mlp_step(&layer->mlp, c, batch, &model.mlp_io);
+    }
+    step_residual_norm(c, &model.out_norm, n);
+    if (batch->n_out == 0) return;      /* a chunk that finishes no sequence */
+    RAD_ISSUE(c, model.op_gather, batch->n_out, RAD_B(model.h), RAD_B(model.out_ids), RAD_B(model.sel));
+    RAD_ISSUE(c, model.op_logits, batch->n_out, RAD_B(model.sel), RAD_W(model.output), RAD_B(model.logits));
+}
+
+RAD_ARCH_PLUGIN(llama, "llama", RAD_QUANT, "1.0", "Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3")

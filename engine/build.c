@@ -1,0 +1,547 @@
+/*
+** build.c: the builder behind rad_decl_*.
+**
+** A plugin's declare calls land here and become tables: weights (bound to the
+** container's bytes when running, to the name map when converting), buffers
+** with their liveness, KV groups, and ops with a kernel chosen for every band
+** of their row range.  Declare never stops at the first problem: each one is
+** recorded, and rad_builder_finish reports them all at once, so a user sees
+** every missing tensor or kernel in one run.
+*/
+#include "engine_internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ helpers */
+
+#define GROW(arr, n, cap)                                                     \
+    do {                                                                      \
+        if ((n) == (cap)) {                                                   \
+            int new_cap = (cap) ? (cap) * 2 : 16;                             \
+            void *grown = realloc((arr), (size_t)new_cap * sizeof *(arr));    \
+            if (!grown) abort(); /* declare-time tables are small */         \
+            (arr) = grown;                                                    \
+            (cap) = new_cap;                                                  \
+        }                                                                     \
+    } while (0)
+
+static void add_line(char ***lines, int *n, const char *fmt, va_list ap)
+{
+    char *line = NULL;
+    if (vasprintf(&line, fmt, ap) < 0) return;
+    char **grown = realloc(*lines, (size_t)(*n + 1) * sizeof **lines);
+    if (!grown) { free(line); return; }
+    *lines = grown;
+    (*lines)[(*n)++] = line;
+}
+
+static void problem(RadBuilder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(RadBuilder *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(&b->problems, &b->n_problems, fmt, ap);
+    va_end(ap);
+}
+
+int rad_decl_fail(RadBuilder *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(&b->problems, &b->n_problems, fmt, ap);
+    va_end(ap);
+    return RAD_E_ARG;
+}
+
+void rad_note(RadBuilder *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(&b->notes, &b->n_notes, fmt, ap);
+    va_end(ap);
+}
+
+void rad_builder_init(RadBuilder *b, int mode, const RadModelMeta *meta, const RadBuildCtx *ctx)
+{
+    memset(b, 0, sizeof *b);
+    b->mode = mode;
+    b->meta = meta;
+    b->ctx = ctx;
+    b->logits = -1;
+}
+
+void rad_builder_free(RadBuilder *b)
+{
+    for (int i = 0; i < b->n_weights; i++) {
+        RadWeightEntry *w = &b->weights[i];
+        free(w->name);
+        free(w->source);
+        for (int s = 0; s < w->n_map_sources; s++) free(w->map_sources[s]);
+        free(w->map_sources);
+        free(w->relayout);
+    }
+    for (int i = 0; i < b->n_buffers; i++) {
+        free(b->buffers[i].name);
+        free(b->buffers[i].derive);
+    }
+    for (int i = 0; i < b->n_kv; i++) free(b->kv[i].name);
+    for (int i = 0; i < b->n_ops; i++) {
+        free(b->ops[i].op);
+        free(b->ops[i].weights);
+        free(b->ops[i].uses);
+    }
+    for (int i = 0; i < b->n_problems; i++) free(b->problems[i]);
+    for (int i = 0; i < b->n_notes; i++) free(b->notes[i]);
+    free(b->weights);
+    free(b->buffers);
+    free(b->kv);
+    free(b->ops);
+    free(b->layer_kv);
+    free(b->problems);
+    free(b->notes);
+    memset(b, 0, sizeof *b);
+}
+
+/* ------------------------------------------------------------ weights */
+
+rad_weight rad_builder_find_weight(const RadBuilder *b, const char *name)
+{
+    for (int i = 0; i < b->n_weights; i++)
+        if (strcmp(b->weights[i].name, name) == 0) return i;
+    return -1;
+}
+
+static void shape_text(const int64_t *shape, int rank, char *buf, size_t len)
+{
+    size_t at = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < rank && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (at < len) snprintf(buf + at, len - at, "]");
+}
+
+/* Bind a declared weight to the container's tensor, checking what the plugin
+** expects against what the file holds. */
+static void bind_to_container(RadBuilder *b, RadWeightEntry *w)
+{
+    const char *stored = w->source ? w->source : w->name;
+    const RadContainerTensor *t = rad_container_find(b->container, stored);
+    if (!t) {
+        if (!w->d.optional)
+            problem(b, "%s: tensor '%s' is missing: the file was converted for another model or is damaged; convert it again",
+                    b->container->path, stored);
+        return;
+    }
+    char want[96], have[96];
+    int same_shape = t->rank == w->d.rank;
+    for (int i = 0; same_shape && i < t->rank; i++) same_shape = t->shape[i] == w->d.shape[i];
+    if (!same_shape) {
+        shape_text(w->d.shape, w->d.rank, want, sizeof want);
+        shape_text(t->shape, t->rank, have, sizeof have);
+        problem(b, "%s: tensor '%s' has shape %s, the model's metadata needs %s", b->container->path,
+                stored, have, want);
+        return;
+    }
+    if (w->d.enc >= 0 && t->enc != w->d.enc) {
+        const RadEncodingInfo *e = rad_encoding_info(t->enc), *d = rad_encoding_info(w->d.enc);
+        problem(b, "%s: tensor '%s' is stored as %s, plugin expects %s", b->container->path, stored,
+                e ? e->name : "?", d ? d->name : "?");
+        return;
+    }
+    w->present = 1;
+    w->enc = t->enc;
+    w->data = t->data;
+    w->row_bytes = t->rank >= 2 ? rad_encoding_row_bytes(t->enc, t->shape[t->rank - 1])
+                                : (int64_t)t->size;
+}
+
+rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl *d)
+{
+    if (rad_builder_find_weight(b, name) >= 0) {
+        problem(b, "plugin declares weight '%s' twice", name);
+        return -1;
+    }
+    if (d->rank < 1 || d->rank > 4) {
+        problem(b, "weight '%s': rank %d is not 1..4", name, d->rank);
+        return -1;
+    }
+    for (int i = 0; i < d->rank; i++)
+        if (d->shape[i] <= 0) {
+            problem(b, "weight '%s': dimension %d is %lld (the model's metadata is missing or wrong)",
+                    name, i, (long long)d->shape[i]);
+            return -1;
+        }
+    GROW(b->weights, b->n_weights, b->cap_weights);
+    RadWeightEntry *w = &b->weights[b->n_weights];
+    memset(w, 0, sizeof *w);
+    w->name = strdup(name);
+    w->d = *d;
+    w->d.source = NULL;
+    w->source = d->source ? strdup(d->source) : NULL;
+    w->enc = d->enc;
+    if (b->mode == RAD_BUILD_RUN) bind_to_container(b, w);
+    return b->n_weights++;
+}
+
+int rad_weight_encoding(RadBuilder *b, rad_weight w)
+{
+    if (w < 0 || w >= b->n_weights) return -1;
+    return b->weights[w].enc;
+}
+
+int rad_weight_present(RadBuilder *b, rad_weight w)
+{
+    if (w < 0 || w >= b->n_weights) return 0;
+    return b->mode == RAD_BUILD_RUN ? b->weights[w].present : 1;
+}
+
+int rad_decl_name_map(RadBuilder *b, const char *weight, int mode, const char *const *sources,
+                      int n_sources)
+{
+    rad_weight id = rad_builder_find_weight(b, weight);
+    if (id < 0) return rad_decl_fail(b, "name map names '%s', which is not a declared weight", weight);
+    if (mode != RAD_MAP_COPY && mode != RAD_MAP_CONCAT)
+        return rad_decl_fail(b, "name map for '%s': unknown mode %d", weight, mode);
+    if (n_sources < 1) return rad_decl_fail(b, "name map for '%s' has no source", weight);
+    RadWeightEntry *w = &b->weights[id];
+    if (w->map_mode) return rad_decl_fail(b, "name map for '%s' given twice", weight);
+    w->map_mode = mode;
+    w->map_sources = calloc((size_t)n_sources, sizeof *w->map_sources);
+    for (int i = 0; i < n_sources; i++) w->map_sources[i] = strdup(sources[i]);
+    w->n_map_sources = n_sources;
+    return RAD_OK;
+}
+
+/* ------------------------------------------------------------ buffers */
+
+rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *d)
+{
+    for (int i = 0; i < b->n_buffers; i++)
+        if (strcmp(b->buffers[i].name, name) == 0) {
+            problem(b, "plugin declares buffer '%s' twice", name);
+            return -1;
+        }
+    int64_t row_bytes = rad_encoding_row_bytes(d->enc, d->cols);
+    if (d->rows <= 0 || row_bytes <= 0 || d->rows > (INT64_MAX / 2) / row_bytes) {
+        problem(b, "buffer '%s': %lld x %lld of encoding %d is not a valid size", name,
+                (long long)d->rows, (long long)d->cols, d->enc);
+        return -1;
+    }
+    if (d->kind == RAD_BUF_DERIVED) {
+        static const char *known[] = {"token_ids", "positions", "out_ids"};
+        int ok = 0;
+        for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+            if (d->derive && strcmp(d->derive, known[i]) == 0) ok = 1;
+        if (!ok || d->enc != RAD_ENC_I32 || d->cols != 1) {
+            problem(b, "buffer '%s': DERIVED needs derive = token_ids|positions|out_ids, i32, one column",
+                    name);
+            return -1;
+        }
+    } else if (d->kind != RAD_BUF_TRANSIENT && d->kind != RAD_BUF_PERSIST) {
+        problem(b, "buffer '%s': unknown kind %d", name, d->kind);
+        return -1;
+    }
+    GROW(b->buffers, b->n_buffers, b->cap_buffers);
+    RadBufferEntry *e = &b->buffers[b->n_buffers];
+    memset(e, 0, sizeof *e);
+    e->name = strdup(name);
+    e->d = *d;
+    e->d.derive = NULL;
+    e->derive = d->derive ? strdup(d->derive) : NULL;
+    e->row_bytes = row_bytes;
+    e->bytes = d->rows * row_bytes;
+    e->first = e->last = -1;
+    return b->n_buffers++;
+}
+
+/* ---------------------------------------------------------- KV groups */
+
+rad_kv rad_decl_kv_group(RadBuilder *b, const char *name, const RadKvGroupDecl *d)
+{
+    if (d->kind != RAD_KV_FULL && d->kind != RAD_KV_WINDOW) {
+        problem(b, "KV group '%s': kind %d is not served yet (FULL and WINDOW are)", name, d->kind);
+        return -1;
+    }
+    if (d->n_head_kv <= 0 || d->head_dim <= 0 || (d->kind == RAD_KV_WINDOW && d->window <= 0)) {
+        problem(b, "KV group '%s': heads %d, head_dim %d, window %d are not valid", name, d->n_head_kv,
+                d->head_dim, d->window);
+        return -1;
+    }
+    GROW(b->kv, b->n_kv, b->cap_kv);
+    b->kv[b->n_kv].name = strdup(name);
+    b->kv[b->n_kv].d = *d;
+    return b->n_kv++;
+}
+
+int rad_bind_layer_kv(RadBuilder *b, int layer, rad_kv group)
+{
+    if (group < 0 || group >= b->n_kv || layer < 0 || layer > 1 << 20)
+        return rad_decl_fail(b, "rad_bind_layer_kv(layer %d, group %d): invalid", layer, group);
+    if (layer >= b->n_layer_kv) {
+        rad_kv *grown = realloc(b->layer_kv, (size_t)(layer + 1) * sizeof *grown);
+        if (!grown) return RAD_E_NOMEM;
+        for (int i = b->n_layer_kv; i <= layer; i++) grown[i] = -1;
+        b->layer_kv = grown;
+        b->n_layer_kv = layer + 1;
+    }
+    if (b->layer_kv[layer] >= 0) return rad_decl_fail(b, "layer %d bound to a KV group twice", layer);
+    b->layer_kv[layer] = group;
+    return RAD_OK;
+}
+
+int rad_kv_block_size(RadBuilder *b, rad_kv group)
+{
+    (void)group;
+    return b->kv_block_size > 0 ? b->kv_block_size : 16;
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static int schema_has_kv(const RadOpSchema *s)
+{
+    for (int i = 0; i < s->n_operands; i++)
+        if (s->operands[i].role == RAD_ROLE_KV) return 1;
+    return 0;
+}
+
+rad_op rad_decl_op(RadBuilder *b, const char *op, const RadParam *params, int n_params,
+                   const rad_weight *weights, int n_weights)
+{
+    GROW(b->ops, b->n_ops, b->cap_ops);
+    RadOpEntry *e = &b->ops[b->n_ops];
+    memset(e, 0, sizeof *e);
+    e->op = strdup(op);
+    e->range_index = -1;
+    if (n_weights > 0) {
+        e->weights = malloc((size_t)n_weights * sizeof *weights);
+        memcpy(e->weights, weights, (size_t)n_weights * sizeof *weights);
+        e->n_weights = n_weights;
+    }
+    for (int i = 0; i < n_weights; i++)
+        if (weights[i] < 0 || weights[i] >= b->n_weights)
+            problem(b, "op %s #%d reads an undeclared weight", op, b->n_ops);
+    rad_op id = b->n_ops++;
+    if (b->mode != RAD_BUILD_RUN) return id;
+
+    e->schema = rad_select_schema(b->libs, b->n_libs, op);
+    if (!e->schema) {
+        problem(b, "op %s: no kernel library in the order given knows this op", op);
+        return id;
+    }
+    if (n_params > RAD_MAX_PARAMS ||
+        rad_select_bind_params(e->schema, params, n_params, e->params, &e->range_index) != RAD_OK) {
+        problem(b, "%s", rad_error_message());
+        e->schema = NULL;
+        return id;
+    }
+    e->n_params = e->schema->n_params;
+    int n = rad_select_bands(b->libs, b->n_libs, op, e->params, e->n_params, e->range_index, e->bands,
+                             RAD_MAX_BANDS);
+    if (n < 0) {
+        problem(b, "%s", rad_error_message());
+        return id;
+    }
+    e->n_bands = n;
+    for (int k = 0; k < n; k++) {
+        const RadBand *band = &e->bands[k];
+        if (!band->row) {
+            e->missing = 1;     /* reported at finish unless the plugin asks */
+            continue;
+        }
+        if (schema_has_kv(e->schema) && band->row->kv_block_size > 0) {
+            if (b->kv_block_size && b->kv_block_size != band->row->kv_block_size)
+                problem(b, "op %s: kernel %s reads KV blocks of %d, another attention kernel reads %d",
+                        op, band->row->name, band->row->kv_block_size, b->kv_block_size);
+            else
+                b->kv_block_size = band->row->kv_block_size;
+        }
+    }
+    return id;
+}
+
+static int add_uses(RadBuilder *b, rad_op op, const rad_buf *bufs, int n)
+{
+    if (op < 0 || op >= b->n_ops) return rad_decl_fail(b, "reads/writes of an undeclared op %d", op);
+    RadOpEntry *e = &b->ops[op];
+    rad_buf *grown = realloc(e->uses, (size_t)(e->n_uses + n) * sizeof *grown);
+    if (!grown) return RAD_E_NOMEM;
+    e->uses = grown;
+    for (int i = 0; i < n; i++) {
+        if (bufs[i] < 0 || bufs[i] >= b->n_buffers) {
+            problem(b, "op %s #%d names an undeclared buffer", e->op, op);
+            continue;
+        }
+        e->uses[e->n_uses++] = bufs[i];
+        RadBufferEntry *buf = &b->buffers[bufs[i]];
+        if (buf->first < 0 || op < buf->first) buf->first = op;
+        if (op > buf->last) buf->last = op;
+    }
+    return RAD_OK;
+}
+
+int rad_op_reads(RadBuilder *b, rad_op op, const rad_buf *bufs, int n) { return add_uses(b, op, bufs, n); }
+int rad_op_writes(RadBuilder *b, rad_op op, const rad_buf *bufs, int n) { return add_uses(b, op, bufs, n); }
+
+int rad_op_resolved(RadBuilder *b, rad_op op)
+{
+    if (op < 0 || op >= b->n_ops) return 0;
+    if (b->mode != RAD_BUILD_RUN) return 1;
+    RadOpEntry *e = &b->ops[op];
+    e->asked = 1;
+    if (!e->schema || e->n_bands == 0) return 0;
+    for (int k = 0; k < e->n_bands; k++)
+        if (!e->bands[k].row) return 0;
+    return 1;
+}
+
+int rad_op_declared(RadBuilder *b, const char *op)
+{
+    if (b->mode != RAD_BUILD_RUN) return 1;
+    return rad_select_schema(b->libs, b->n_libs, op) != NULL;
+}
+
+int rad_declare_logits(RadBuilder *b, rad_buf logits)
+{
+    if (logits < 0 || logits >= b->n_buffers) return rad_decl_fail(b, "logits buffer is not declared");
+    b->logits = logits;
+    return RAD_OK;
+}
+
+/* ------------------------------------------------------------- finish */
+
+int rad_builder_finish(RadBuilder *b, const char *what)
+{
+    if (b->logits < 0) problem(b, "the plugin declared no logits buffer");
+    else if (b->buffers[b->logits].d.cols != b->meta->n_vocab || b->buffers[b->logits].d.enc != RAD_ENC_F32)
+        problem(b, "logits buffer '%s' must be f32 with n_vocab (%d) columns", b->buffers[b->logits].name,
+                b->meta->n_vocab);
+    for (int l = 0; l < b->n_layer_kv; l++)
+        if (b->layer_kv[l] < 0) problem(b, "layer %d is bound to no KV group", l);
+    for (int i = 0; i < b->n_ops; i++) {
+        const RadOpEntry *e = &b->ops[i];
+        if (!e->missing || e->asked) continue;
+        for (int k = 0; k < e->n_bands; k++)
+            if (!e->bands[k].row)
+                problem(b, "op %s (%s %lld..%lld): no kernel: %s", e->op,
+                        e->schema->params[e->range_index].name, (long long)e->bands[k].lo,
+                        (long long)e->bands[k].hi, e->bands[k].why[0] ? e->bands[k].why : "no library has rows for it");
+    }
+    if (b->n_problems == 0) return RAD_OK;
+
+    /* One line per distinct problem; repeats (the same miss in every layer)
+    ** are counted, not listed. */
+    size_t len = 0;
+    for (int i = 0; i < b->n_problems; i++) len += strlen(b->problems[i]) + 24;
+    char *text = malloc(len + 128);
+    if (!text) return RAD_E_NOMEM;
+    size_t at = 0;
+    int distinct = 0;
+    for (int i = 0; i < b->n_problems; i++) {
+        int seen = 0, repeats = 0;
+        for (int j = 0; j < i && !seen; j++) seen = strcmp(b->problems[j], b->problems[i]) == 0;
+        if (seen) continue;
+        for (int j = i; j < b->n_problems; j++) repeats += strcmp(b->problems[j], b->problems[i]) == 0;
+        at += (size_t)sprintf(text + at, "\n  %s", b->problems[i]);
+        if (repeats > 1) at += (size_t)sprintf(text + at, " (x%d)", repeats);
+        distinct++;
+    }
+    int code = RAD_E_UNSUPPORTED;
+    for (int i = 0; i < b->n_problems; i++)
+        if (strstr(b->problems[i], "no kernel")) code = RAD_E_NOKERNEL;
+    rad_error_set(code, "%s: %d problem%s found while declaring the model:%s", what, distinct,
+                  distinct == 1 ? "" : "s", text);
+    free(text);
+    return code;
+}
+
+/* ------------------------------------------------------------ metadata */
+
+static const RadMetaKV *meta_find(const RadModelMeta *m, const char *key)
+{
+    for (int i = 0; i < m->n_kv; i++)
+        if (strcmp(m->kv[i].key, key) == 0) return &m->kv[i];
+    return NULL;
+}
+
+int64_t rad_meta_geti(const RadModelMeta *m, const char *key, int64_t dflt)
+{
+    const RadMetaKV *kv = meta_find(m, key);
+    return kv && kv->type != RAD_META_STRING ? kv->i : dflt;
+}
+
+double rad_meta_getf(const RadModelMeta *m, const char *key, double dflt)
+{
+    const RadMetaKV *kv = meta_find(m, key);
+    return kv && kv->type != RAD_META_STRING ? kv->f : dflt;
+}
+
+const char *rad_meta_gets(const RadModelMeta *m, const char *key, const char *dflt)
+{
+    const RadMetaKV *kv = meta_find(m, key);
+    return kv && kv->type == RAD_META_STRING ? kv->s : dflt;
+}
+
+int rad_meta_has(const RadModelMeta *m, const char *key) { return meta_find(m, key) != NULL; }
+
+int rad_meta_from_table(const RadMetaTable *t, RadModelMeta *m, const char *path)
+{
+    memset(m, 0, sizeof *m);
+    m->struct_size = sizeof *m;
+    m->n_kv = t->n;
+    m->kv = t->kv;
+    m->arch_id = rad_meta_gets(m, "arch.id", NULL);
+    m->quant = rad_meta_gets(m, "arch.quant", NULL);
+    m->hf_arch = rad_meta_gets(m, "arch.hf_name", "");
+    m->name = rad_meta_gets(m, "model.name", "");
+    if (!m->arch_id || !m->quant)
+        return rad_error_set(RAD_E_FORMAT, "%s: metadata key '%s' is missing: convert the model again",
+                             path, !m->arch_id ? "arch.id" : "arch.quant");
+    struct { const char *key; int *dst; int required; } ints[] = {
+        {"model.n_layers", &m->n_layers, 1}, {"model.n_embd", &m->n_embd, 1},
+        {"model.n_head", &m->n_head, 1},     {"model.n_head_kv", &m->n_head_kv, 1},
+        {"model.head_dim", &m->head_dim, 1}, {"model.n_ff", &m->n_ff, 0},
+        {"model.n_vocab", &m->n_vocab, 1},   {"model.n_ctx_train", &m->n_ctx_train, 0},
+        {"model.n_expert", &m->n_expert, 0}, {"model.n_expert_used", &m->n_expert_used, 0},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        int64_t v = rad_meta_geti(m, ints[i].key, -1);
+        if (v < 0 && ints[i].required)
+            return rad_error_set(RAD_E_FORMAT, "%s: metadata key '%s' is missing or negative", path,
+                                 ints[i].key);
+        if (v > (1 << 30))
+            return rad_error_set(RAD_E_FORMAT, "%s: metadata key '%s' = %lld is implausibly large",
+                                 path, ints[i].key, (long long)v);
+        *ints[i].dst = v < 0 ? 0 : (int)v;
+    }
+    m->rms_eps = rad_meta_getf(m, "model.rms_eps", 1e-6);
+    m->rope_theta = rad_meta_getf(m, "model.rope_theta", 10000.0);
+    return RAD_OK;
+}
+
+/* ------------------------------------------------------------ printing */
+
+void rad_builder_print_graph(const RadBuilder *b, const RadKernelLibrary *const *libs, FILE *f)
+{
+    fprintf(f, "graph: %d weights, %d buffers, %d KV groups, %d ops; library order:", b->n_weights,
+            b->n_buffers, b->n_kv, b->n_ops);
+    for (int l = 0; l < b->n_libs; l++) fprintf(f, " %s", libs[l]->name);
+    fprintf(f, "\n");
+    for (int i = 0; i < b->n_notes; i++) fprintf(f, "note: %s\n", b->notes[i]);
+    for (int i = 0; i < b->n_ops; i++) {
+        const RadOpEntry *e = &b->ops[i];
+        fprintf(f, "%4d %-13s", i, e->op);
+        for (int p = 0; e->schema && p < e->n_params; p++) {
+            const RadParam *pr = &e->params[p];
+            if (pr->kind == RAD_PK_RANGE) fprintf(f, " %s=%lld..%lld", pr->name, (long long)pr->lo, (long long)pr->hi);
+            else if (pr->kind == RAD_PK_FLOAT) fprintf(f, " %s=%g", pr->name, pr->f);
+            else fprintf(f, " %s=%lld", pr->name, (long long)pr->i);
+        }
+        for (int w = 0; w < e->n_weights; w++)
+            if (e->weights[w] >= 0) fprintf(f, " w:%s", b->weights[e->weights[w]].name);
+        fprintf(f, "\n");
+        for (int k = 0; k < e->n_bands; k++)
+            fprintf(f, "       band %lld..%lld -> %s\n", (long long)e->bands[k].lo,
+                    (long long)e->bands[k].hi, e->bands[k].row ? e->bands[k].why : "NO KERNEL");
+    }
+}

@@ -1,0 +1,383 @@
+/*
+** convert.c: a Hugging Face folder becomes a .rad container.
+**
+** The converter knows no model.  config.json's common keys become the
+** canonical metadata every plugin reads (model.n_layers, model.head_dim...),
+** every other key is carried along verbatim for the plugin; which plugin
+** serves the checkpoint is the plugin's to say (rad_arch_hf_names); what
+** tensors to write, under which names, in which encoding and shape, comes
+** from running the plugin's own declare against that metadata and following
+** its name map.  Every problem is collected before anything is reported, and
+** the output appears only when everything succeeded.
+*/
+#include "engine_internal.h"
+#include "../formats/checkpoint.h"
+#include "../formats/quantize.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- metadata */
+
+/* A config key, looked up at the top level or inside text_config (where
+** multimodal checkpoints keep their language model's keys). */
+static const RadMetaKV *config_key(const RadMetaTable *cfg, const char *key)
+{
+    const RadMetaKV *kv = rad_meta_table_find(cfg, key);
+    if (kv) return kv;
+    char nested[128];
+    snprintf(nested, sizeof nested, "text_config.%s", key);
+    return rad_meta_table_find(cfg, nested);
+}
+
+static int config_int(const RadMetaTable *cfg, const char *key, int64_t dflt, int required, int64_t *out,
+                      const char *path)
+{
+    const RadMetaKV *kv = config_key(cfg, key);
+    if (!kv || kv->type == RAD_META_STRING) {
+        if (required)
+            return rad_error_set(RAD_E_FORMAT, "%s: key '%s' is missing or not a number", path, key);
+        *out = dflt;
+        return RAD_OK;
+    }
+    if (kv->i <= 0 || kv->i > (1 << 30))
+        return rad_error_set(RAD_E_FORMAT, "%s: key '%s' = %lld is not a plausible size", path, key,
+                             (long long)kv->i);
+    *out = kv->i;
+    return RAD_OK;
+}
+
+/* Fill the canonical keys from config.json; the rest is copied verbatim. */
+static int meta_from_config(const RadMetaTable *cfg, RadMetaTable *out, const char *config_path)
+{
+    for (int i = 0; i < cfg->n; i++) {
+        const RadMetaKV *kv = &cfg->kv[i];
+        int rc = kv->type == RAD_META_STRING ? rad_meta_table_set_string(out, kv->key, kv->s)
+               : kv->type == RAD_META_FLOAT ? rad_meta_table_set_float(out, kv->key, kv->f)
+               : rad_meta_table_set_int(out, kv->key, kv->i);
+        if (rc) return rc;
+    }
+    int64_t layers, embd, heads, kv_heads, head_dim, ff, vocab, ctx;
+    int rc = config_int(cfg, "num_hidden_layers", 0, 1, &layers, config_path);
+    if (!rc) rc = config_int(cfg, "hidden_size", 0, 1, &embd, config_path);
+    if (!rc) rc = config_int(cfg, "num_attention_heads", 0, 1, &heads, config_path);
+    if (!rc) rc = config_int(cfg, "num_key_value_heads", heads, 0, &kv_heads, config_path);
+    if (!rc) rc = config_int(cfg, "vocab_size", 0, 1, &vocab, config_path);
+    if (!rc) rc = config_int(cfg, "intermediate_size", 0, 0, &ff, config_path);
+    if (!rc) rc = config_int(cfg, "max_position_embeddings", 0, 0, &ctx, config_path);
+    if (rc) return rc;
+    /* head_dim is written down here, once, so no later reader derives it. */
+    if (config_key(cfg, "head_dim")) {
+        rc = config_int(cfg, "head_dim", 0, 1, &head_dim, config_path);
+        if (rc) return rc;
+    } else {
+        if (embd % heads)
+            return rad_error_set(RAD_E_FORMAT, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld and head_dim is absent",
+                                 config_path, (long long)embd, (long long)heads);
+        head_dim = embd / heads;
+    }
+    const RadMetaKV *eps = config_key(cfg, "rms_norm_eps");
+    const RadMetaKV *theta = config_key(cfg, "rope_theta");
+    if (!theta) theta = config_key(cfg, "rope_parameters.rope_theta");
+    rad_meta_table_set_int(out, "model.n_layers", layers);
+    rad_meta_table_set_int(out, "model.n_embd", embd);
+    rad_meta_table_set_int(out, "model.n_head", heads);
+    rad_meta_table_set_int(out, "model.n_head_kv", kv_heads);
+    rad_meta_table_set_int(out, "model.head_dim", head_dim);
+    rad_meta_table_set_int(out, "model.n_ff", ff);
+    rad_meta_table_set_int(out, "model.n_vocab", vocab);
+    rad_meta_table_set_int(out, "model.n_ctx_train", ctx);
+    rad_meta_table_set_float(out, "model.rms_eps", eps && eps->type != RAD_META_STRING ? eps->f : 1e-6);
+    rad_meta_table_set_float(out, "model.rope_theta", theta && theta->type != RAD_META_STRING ? theta->f : 10000.0);
+    return RAD_OK;
+}
+
+/* -------------------------------------------------------------- problems */
+
+typedef struct Problems {
+    char *text;
+    size_t len;
+    int n;
+} Problems;
+
+static void add_problem(Problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_problem(Problems *p, const char *fmt, ...)
+{
+    char *line = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    char *grown = realloc(p->text, p->len + (size_t)n + 4);
+    if (grown) {
+        p->text = grown;
+        p->len += (size_t)sprintf(p->text + p->len, "\n  %s", line);
+        p->n++;
+    }
+    free(line);
+}
+
+/* ------------------------------------------------------------- tensors */
+
+static void shape_text(const int64_t *shape, int rank, char *buf, size_t len)
+{
+    size_t at = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < rank && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (at < len) snprintf(buf + at, len - at, "]");
+}
+
+/* The checkpoint tensors a weight's map entry selects: the first present for
+** COPY, all of them for CONCAT.  Returns how many, 0 when unresolvable. */
+static int resolve_sources(const RadCheckpoint *ck, const RadWeightEntry *w, const RadStTensor **out)
+{
+    if (w->map_mode == RAD_MAP_COPY) {
+        for (int i = 0; i < w->n_map_sources; i++)
+            if ((out[0] = rad_checkpoint_tensor(ck, w->map_sources[i]))) return 1;
+        return 0;
+    }
+    for (int i = 0; i < w->n_map_sources; i++)
+        if (!(out[i] = rad_checkpoint_tensor(ck, w->map_sources[i]))) return 0;
+    return w->n_map_sources;
+}
+
+/* Encode one declared weight from its checkpoint sources; returns malloc'd
+** bytes or NULL with a problem added. */
+static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, uint64_t *size, Problems *pr)
+{
+    const RadStTensor *src[16];
+    if (w->n_map_sources > 16) {
+        add_problem(pr, "weight '%s': more than 16 sources", w->name);
+        return NULL;
+    }
+    int n = resolve_sources(ck, w, src);
+    if (n == 0) {
+        if (!w->d.optional)
+            add_problem(pr, "tensor '%s'%s is missing from the checkpoint (needed for '%s')", w->map_sources[0],
+                        w->n_map_sources > 1 ? " (or an alternative)" : "", w->name);
+        return NULL;
+    }
+    /* The stacked sources must add up to the declared shape. */
+    int64_t rows = 0, cols = w->d.rank >= 2 ? w->d.shape[w->d.rank - 1] : w->d.shape[0];
+    for (int i = 0; i < n; i++) {
+        int64_t src_cols = src[i]->rank >= 1 ? src[i]->shape[src[i]->rank - 1] : 1;
+        int64_t src_rows = 1;
+        for (int d = 0; d + 1 < src[i]->rank; d++) src_rows *= src[i]->shape[d];
+        int ok = src[i]->rank == w->d.rank && src_cols == cols;
+        for (int d = 1; ok && d + 1 < w->d.rank; d++) ok = src[i]->shape[d] == w->d.shape[d];
+        if (!ok || (n == 1 && src[i]->rank == 2 && src_rows != w->d.shape[0])) {
+            char want[96], have[96];
+            shape_text(w->d.shape, w->d.rank, want, sizeof want);
+            shape_text(src[i]->shape, src[i]->rank, have, sizeof have);
+            add_problem(pr, "tensor '%s' has shape %s; the config says '%s' is %s", src[i]->name, have,
+                        w->name, want);
+            return NULL;
+        }
+        if (src[i]->enc != RAD_ENC_F32 && src[i]->enc != RAD_ENC_F16 && src[i]->enc != RAD_ENC_BF16) {
+            add_problem(pr, "tensor '%s' is %s; only F32, F16 and BF16 checkpoints convert", src[i]->name,
+                        src[i]->dtype);
+            return NULL;
+        }
+        rows += w->d.rank == 1 ? 1 : src_rows;
+    }
+    if (w->d.rank >= 2 && rows != w->d.shape[0]) {
+        add_problem(pr, "'%s': the sources stack to %lld rows, the config says %lld", w->name, (long long)rows,
+                    (long long)w->d.shape[0]);
+        return NULL;
+    }
+    int64_t row_bytes = rad_encoding_row_bytes(w->d.enc, cols);
+    if (row_bytes < 0) {
+        const RadEncodingInfo *e = rad_encoding_info(w->d.enc);
+        add_problem(pr, "'%s': rows of %lld elements cannot be encoded as %s (blocks of %d)", w->name,
+                    (long long)cols, e ? e->name : "?", e ? e->block_elems : 0);
+        return NULL;
+    }
+    int64_t total_rows = w->d.rank >= 2 ? rows : 1;
+    for (int d = 1; d + 1 < w->d.rank; d++) total_rows *= w->d.shape[d];
+    uint8_t *out = malloc((size_t)(total_rows * row_bytes));
+    if (!out) {
+        add_problem(pr, "'%s': out of memory", w->name);
+        return NULL;
+    }
+    int64_t at_row = 0;
+    for (int i = 0; i < n; i++) {
+        const RadEncodingInfo *in = rad_encoding_info(src[i]->enc);
+        int64_t src_rows = src[i]->size / (uint64_t)(cols * in->block_bytes);
+        for (int64_t r = 0; r < src_rows; r++, at_row++) {
+            const uint8_t *from = (const uint8_t *)src[i]->data + r * cols * in->block_bytes;
+            if (rad_convert_row(src[i]->enc, from, w->d.enc, out + at_row * row_bytes, cols)) {
+                add_problem(pr, "'%s': cannot convert %s to %s", w->name, src[i]->dtype,
+                            rad_encoding_info(w->d.enc)->name);
+                free(out);
+                return NULL;
+            }
+        }
+    }
+    *size = (uint64_t)(total_rows * row_bytes);
+    return out;
+}
+
+/* --------------------------------------------------------------- convert */
+
+static int find_plugin(const RadPluginSet *set, const char *hf_arch, const char *quant, const char *config_path,
+                       const RadArchPlugin **out)
+{
+    const RadArchPlugin *family = rad_plugins_find_hf(set, hf_arch);
+    if (!family) {
+        char list[1024] = "";
+        size_t at = 0;
+        for (int i = 0; i < set->n_arch; i++)
+            for (const char *const *n = set->arch[i].hf_names ? set->arch[i].hf_names() : NULL; n && *n; n++)
+                if (at < sizeof list && !strstr(list, *n))
+                    at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", *n);
+        return rad_error_set(RAD_E_UNSUPPORTED, "%s: architecture '%s' is not served by any installed plugin (served: %s)",
+                             config_path, hf_arch, at ? list : "none");
+    }
+    *out = rad_plugins_find(set, family->info->arch_id, quant);
+    if (*out) return RAD_OK;
+    char list[256] = "";
+    size_t at = 0;
+    for (int i = 0; i < set->n_arch; i++)
+        if (strcmp(set->arch[i].info->arch_id, family->info->arch_id) == 0 && at < sizeof list)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", set->arch[i].info->quant);
+    return rad_error_set(RAD_E_UNSUPPORTED, "--quant %s: no plugin serves '%s' at that format (available: %s)",
+                         quant, family->info->arch_id, list);
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+    const RadWeightEntry *const *x = a, *const *y = b;
+    if ((*x)->d.group != (*y)->d.group) return (*x)->d.group < (*y)->d.group ? -1 : 1;
+    return *x < *y ? -1 : *x > *y;      /* stable: declaration order within a group */
+}
+
+int rad_convert_hf(const char *dir, const char *out_path, const char *quant, const char *plugin_dir, FILE *log)
+{
+    int enc = rad_encoding_by_name(quant);
+    if (enc != RAD_ENC_F32 && enc != RAD_ENC_F16 && enc != RAD_ENC_BF16 && enc != RAD_ENC_Q8_0)
+        return rad_error_set(RAD_E_ARG, "--quant %s: choose f32, f16, bf16 or q8_0", quant);
+
+    RadCheckpoint *ck = NULL;
+    RadPluginSet set = {0};
+    RadMetaTable meta_table;
+    rad_meta_table_init(&meta_table);
+    RadBuilder b;
+    memset(&b, 0, sizeof b);
+    RadContainerWriter *w = NULL;
+    RadWeightEntry **order = NULL;
+    Problems pr = {0};
+    char config_path[4096];
+    snprintf(config_path, sizeof config_path, "%s/config.json", dir);
+
+    int rc = rad_checkpoint_open(dir, &ck);
+    if (rc) goto done;
+    const RadMetaTable *cfg = rad_checkpoint_config(ck);
+    const RadMetaKV *arch = config_key(cfg, "architectures.0");
+    if (!arch || arch->type != RAD_META_STRING) {
+        rc = rad_error_set(RAD_E_FORMAT, "%s: 'architectures' is missing: cannot tell which model this is",
+                           config_path);
+        goto done;
+    }
+    char *pdir = rad_plugin_dir_resolve(plugin_dir);
+    rc = rad_plugins_load(pdir, &set);
+    free(pdir);
+    if (rc) goto done;
+    const RadArchPlugin *plugin = NULL;
+    rc = find_plugin(&set, arch->s, quant, config_path, &plugin);
+    if (rc) goto done;
+
+    rc = meta_from_config(cfg, &meta_table, config_path);
+    if (rc) goto done;
+    rad_meta_table_set_string(&meta_table, "arch.id", plugin->info->arch_id);
+    rad_meta_table_set_string(&meta_table, "arch.quant", quant);
+    rad_meta_table_set_string(&meta_table, "arch.hf_name", arch->s);
+    const char *base = strrchr(dir, '/');
+    rad_meta_table_set_string(&meta_table, "model.name", base && base[1] ? base + 1 : dir);
+    RadModelMeta meta;
+    rc = rad_meta_from_table(&meta_table, &meta, config_path);
+    if (rc) goto done;
+
+    /* Shapes do not depend on the deployment: declare at the smallest one. */
+    RadBuildCtx ctx = {.struct_size = sizeof ctx, .world_size = 1, .max_tok = 1, .max_seqs = 1, .max_ctx = 1,
+                       .max_out_rows = 1, .kv_enc = RAD_ENC_F16, .scope = ""};
+    rad_builder_init(&b, RAD_BUILD_CONVERT, &meta, &ctx);
+    int declared = plugin->declare(&b, &meta, &ctx);
+    rc = rad_builder_finish(&b, config_path);
+    if (rc) goto done;
+    if (declared) {
+        rc = rad_error_set(declared, "%s: plugin %s could not declare the model", config_path, plugin->info->name);
+        goto done;
+    }
+
+    rc = rad_container_create(out_path, &w);
+    if (rc) goto done;
+    rc = rad_container_set_meta(w, &meta_table);
+    if (rc) goto done;
+
+    /* One group's tensors are contiguous in the file: write by group. */
+    order = calloc((size_t)(b.n_weights ? b.n_weights : 1), sizeof *order);
+    if (!order) { rc = RAD_E_NOMEM; goto done; }
+    int n_order = 0;
+    for (int i = 0; i < b.n_weights; i++)
+        if (!b.weights[i].source) order[n_order++] = &b.weights[i];
+    qsort(order, (size_t)n_order, sizeof *order, cmp_group);
+
+    uint64_t written = 0;
+    int n_written = 0;
+    for (int i = 0; i < n_order; i++) {
+        const RadWeightEntry *we = order[i];
+        if (!we->map_mode) {
+            add_problem(&pr, "plugin %s declares '%s' without a name map entry", plugin->info->name, we->name);
+            continue;
+        }
+        uint64_t size = 0;
+        void *bytes = encode_weight(ck, we, &size, &pr);
+        if (!bytes) continue;
+        if (pr.n == 0) {
+            rc = rad_container_add_tensor(w, we->name, we->d.enc, we->d.rank, we->d.shape, we->d.group, bytes, size);
+            if (rc) { free(bytes); goto done; }
+            written += size;
+            n_written++;
+        }
+        free(bytes);
+    }
+    for (int i = 0; i < b.n_weights; i++) {
+        const RadWeightEntry *we = &b.weights[i];
+        if (we->source && rad_builder_find_weight(&b, we->source) < 0)
+            add_problem(&pr, "'%s' is a view of '%s', which is not declared", we->name, we->source);
+    }
+    if (pr.n) {
+        rc = rad_error_set(RAD_E_FORMAT, "%s: %d problem%s converting for plugin %s:%s", dir, pr.n,
+                           pr.n == 1 ? "" : "s", plugin->info->name, pr.text);
+        goto done;
+    }
+
+    static const char *side_files[] = {"config.json", "tokenizer.json", "tokenizer_config.json",
+                                       "generation_config.json"};
+    for (size_t i = 0; i < sizeof side_files / sizeof *side_files; i++) {
+        char *data = NULL;
+        size_t len = 0;
+        if (rad_checkpoint_read_file(ck, side_files[i], &data, &len) != RAD_OK) continue;
+        rc = rad_container_add_blob(w, side_files[i], data, len);
+        free(data);
+        if (rc) goto done;
+    }
+    rc = rad_container_finish(w);
+    w = NULL;
+    if (rc) goto done;
+    if (log)
+        fprintf(log, "converted %s -> %s: %s, plugin %s, %d tensors, %.1f MB\n", dir, out_path, arch->s,
+                plugin->info->name, n_written, (double)written / 1e6);
+
+done:
+    if (w) rad_container_abort(w);
+    free(order);
+    free(pr.text);
+    rad_builder_free(&b);
+    rad_meta_table_free(&meta_table);
+    if (set.dir) rad_plugins_free(&set);
+    if (ck) rad_checkpoint_close(ck);
+    return rc;
+}

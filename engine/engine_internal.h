@@ -1,0 +1,246 @@
+/*
+** engine_internal.h: the engine's own structures, shared by its modules and
+** by the unit tests that pin them.  Nothing here is ABI: plugins see only
+** rad_core.h, rad_arch.h and rad_kernel.h.
+**
+**   plugin.c   finding and loading .so files, the (id, quant) registry
+**   build.c    the builder behind rad_decl_*: weights, buffers, KV, ops
+**   select.c   kernel selection per band, the missing-kernel report
+**   plan.c     the activation arena from liveness
+**   kv.c       the paged KV cache
+**   runtime.c  engine open/close, steps, rad_issue
+**   convert.c  Hugging Face folder -> .rad, driven by the name map
+*/
+#ifndef RAD_ENGINE_INTERNAL_H
+#define RAD_ENGINE_INTERNAL_H
+
+#include <stdio.h>
+
+#include "../arch/rad_arch.h"
+#include "../formats/meta_table.h"
+#include "../formats/rad_container.h"
+#include "../kernels/rad_kernel.h"
+#include "include/radiance.h"
+
+/* ----------------------------------------------------------- plugin.c */
+
+typedef struct RadArchPlugin {
+    char *path;
+    void *handle;
+    const RadPluginInfo *info;
+    RadArchDeclareFn declare;
+    RadArchStepFn step;
+    RadArchHfNamesFn hf_names;          /* optional */
+    RadArchProbeFn probe;               /* optional */
+    RadArchChatFormatFn chat_format;    /* optional */
+} RadArchPlugin;
+
+typedef struct RadKernelLib {
+    char *path;
+    void *handle;
+    const RadKernelLibrary *lib;
+} RadKernelLib;
+
+typedef struct RadPluginSet {
+    char *dir;
+    int n_arch;
+    RadArchPlugin *arch;
+    int n_kernels;
+    RadKernelLib *kernels;
+} RadPluginSet;
+
+/* The plugin folder: plugin_dir if given, else $RADIANCE_HOME/plugins, else
+** the folder "plugins" beside the running binary, else ../lib/radiance/plugins
+** relative to it.  Caller frees. */
+char *rad_plugin_dir_resolve(const char *plugin_dir);
+/* Load every arch/ *.so and kernels/ *.so under dir; a bad file is refused by
+** name (ABI version, missing export, a pair claimed twice). */
+int  rad_plugins_load(const char *dir, RadPluginSet *set);
+void rad_plugins_free(RadPluginSet *set);
+const RadArchPlugin *rad_plugins_find(const RadPluginSet *set, const char *id, const char *quant);
+/* The plugin whose rad_arch_hf_names lists hf_arch, or NULL. */
+const RadArchPlugin *rad_plugins_find_hf(const RadPluginSet *set, const char *hf_arch);
+/* Resolve a comma-separated library order ("cpu,ref") to libraries. */
+int  rad_plugins_kernel_order(const RadPluginSet *set, const char *order,
+                              const RadKernelLibrary **libs, int max, int *n);
+
+/* ----------------------------------------------------------- select.c */
+
+#define RAD_MAX_BANDS 16
+
+/* One band [lo, hi] of an op's ranged parameter and the row serving it. */
+typedef struct RadBand {
+    int64_t lo, hi;
+    const RadKernelRow *row;            /* NULL: no library serves this band */
+    int lib;                            /* index into the library order */
+    char why[160];                      /* how it was chosen, or why nothing was */
+} RadBand;
+
+/* The schema for op in the first library that has one, or NULL. */
+const RadOpSchema *rad_select_schema(const RadKernelLibrary *const *libs, int n_libs,
+                                     const char *op);
+/* Check params against schema (names, kinds, exactly one RANGE).  Fills
+** values[] in schema order and *range_index; message set on failure. */
+int rad_select_bind_params(const RadOpSchema *s, const RadParam *params, int n,
+                           RadParam *ordered, int *range_index);
+/* Cut the ranged parameter into bands at every edge the candidate rows name
+** and resolve each: library order first, then priority.  Returns the number
+** of bands (>= 1) or a negative code. */
+int rad_select_bands(const RadKernelLibrary *const *libs, int n_libs, const char *op,
+                     const RadParam *ordered, int n_params, int range_index,
+                     RadBand *bands, int max_bands);
+
+/* ------------------------------------------------------------- plan.c */
+
+typedef struct RadPlanItem {
+    int64_t bytes;
+    int first, last;        /* op indices of first and last use; first < 0 = whole step */
+    int persist;            /* never shares bytes */
+    int64_t offset;         /* out: where it lives in the arena */
+} RadPlanItem;
+
+/* Give every item an offset so that items whose lifetimes overlap never
+** share bytes; returns the arena size.  Offsets are `align`-aligned. */
+int64_t rad_plan_arena(RadPlanItem *items, int n, int64_t align);
+
+/* -------------------------------------------------------------- build.c */
+
+typedef struct RadWeightEntry {
+    char *name;
+    RadWeightDecl d;
+    char *source;                       /* view of this weight, or NULL */
+    int map_mode;                       /* 0 = no map entry */
+    char **map_sources;
+    int n_map_sources;
+    int present;                        /* found in the container */
+    int enc;                            /* as stored */
+    const void *data;                   /* mapped bytes */
+    int64_t row_bytes;
+    void *relayout;                     /* a kernel's private copy, or NULL */
+} RadWeightEntry;
+
+typedef struct RadBufferEntry {
+    char *name;
+    RadBufferDecl d;
+    char *derive;
+    int64_t row_bytes, bytes;
+    int first, last;                    /* op indices from reads/writes; -1 = none */
+    int64_t offset;
+    void *data;
+} RadBufferEntry;
+
+typedef struct RadKvGroupEntry {
+    char *name;
+    RadKvGroupDecl d;
+} RadKvGroupEntry;
+
+typedef struct RadOpEntry {
+    char *op;
+    const RadOpSchema *schema;
+    RadParam params[RAD_MAX_PARAMS];    /* in schema order */
+    int n_params, range_index;
+    int n_bands;
+    RadBand bands[RAD_MAX_BANDS];
+    rad_weight *weights;
+    int n_weights;
+    rad_buf *uses;                      /* declared reads and writes */
+    int n_uses;
+    int missing;                        /* some band has no kernel */
+    int asked;                          /* the plugin asked rad_op_resolved, so a
+                                        ** miss is its to handle, not an error */
+} RadOpEntry;
+
+typedef enum RadBuildMode {
+    RAD_BUILD_RUN = 1,                  /* weights from a container, kernels selected */
+    RAD_BUILD_CONVERT = 2               /* weights to be written; no selection */
+} RadBuildMode;
+
+struct RadBuilder {
+    int mode;
+    const RadModelMeta *meta;
+    const RadBuildCtx *ctx;
+    const RadContainer *container;      /* RUN mode */
+    const RadKernelLibrary *const *libs;
+    int n_libs;
+
+    RadWeightEntry *weights; int n_weights, cap_weights;
+    RadBufferEntry *buffers; int n_buffers, cap_buffers;
+    RadKvGroupEntry *kv; int n_kv, cap_kv;
+    RadOpEntry *ops; int n_ops, cap_ops;
+    rad_kv *layer_kv; int n_layer_kv;
+    rad_buf logits;
+    int kv_block_size;
+
+    char **problems; int n_problems;    /* reported together when declare ends */
+    char **notes; int n_notes;
+};
+
+void rad_builder_init(RadBuilder *b, int mode, const RadModelMeta *meta, const RadBuildCtx *ctx);
+void rad_builder_free(RadBuilder *b);
+/* Checks that need the whole declaration (logits declared, every layer bound,
+** weights present): adds problems.  Then 0, or RAD_E_* with every problem in
+** the message, one per line. */
+int  rad_builder_finish(RadBuilder *b, const char *what);
+rad_weight rad_builder_find_weight(const RadBuilder *b, const char *name);
+
+/* RadModelMeta from a metadata table (canonical keys "model.n_layers"...). */
+int  rad_meta_from_table(const RadMetaTable *t, RadModelMeta *m, const char *path);
+
+/* The graph for --debug-graph. */
+void rad_builder_print_graph(const RadBuilder *b, const RadKernelLibrary *const *libs, FILE *f);
+
+#endif /* RAD_ENGINE_INTERNAL_H */
+
+/* ---------------------------------------------------------------- kv.c */
+
+/* The paged KV cache.  Each group owns a pool of blocks shared by the layers
+** bound to it (block b of layer l lives in that layer's storage at b); each
+** sequence owns one block table per group, indexed by position / block_size.
+** WINDOW groups give back blocks that fell out of every future query's reach,
+** so their pool is sized by the window, not the context. */
+typedef struct RadKvGroupState {
+    RadKvGroupDecl d;
+    int block_size;
+    int enc;
+    int64_t row_bytes;              /* one position's K (or V): n_head_kv * head_dim */
+    int n_blocks;
+    int *free_blocks;               /* a stack */
+    int n_free;
+    int n_layers;
+    int *layers;                    /* model layers bound here */
+    void **k, **v;                  /* per bound layer: [n_blocks * block_size, row] */
+} RadKvGroupState;
+
+typedef struct RadKvSeq {
+    int used;
+    int len;                        /* positions stored */
+    int32_t **table;                /* per group: [max_blocks] block ids, -1 = none */
+} RadKvSeq;
+
+typedef struct RadKvPool {
+    int n_groups;
+    RadKvGroupState *groups;
+    int max_seqs, max_ctx, max_blocks;
+    RadKvSeq *seqs;
+    int n_layers;
+    int *layer_group;               /* model layer -> group */
+    int *layer_slot;                /* model layer -> index in its group's layers */
+    int64_t bytes;                  /* everything allocated, for the plan */
+} RadKvPool;
+
+int  rad_kv_pool_init(RadKvPool *p, const RadBuilder *b, int max_seqs, int max_ctx, int max_tok, int kv_enc);
+void rad_kv_pool_free(RadKvPool *p);
+int  rad_kv_seq_new(RadKvPool *p, int *seq);
+void rad_kv_seq_free(RadKvPool *p, int seq);
+/* Make room for positions [len, new_len) of seq; RAD_E_RANGE past max_ctx or
+** when the pool is out of blocks. */
+int  rad_kv_reserve(RadKvPool *p, int seq, int new_len);
+/* Record that seq now holds new_len positions; WINDOW groups free blocks no
+** later query can reach. */
+void rad_kv_commit(RadKvPool *p, int seq, int new_len);
+/* Copy group g's block tables of sequences seqs[0..n_seq) into table
+** (n_seq * max_blocks entries); once per group per step. */
+void rad_kv_fill_table(const RadKvPool *p, int g, const int *seqs, int n_seq, int32_t *table);
+/* A layer's view for a step, over its group's filled table. */
+void rad_kv_view(const RadKvPool *p, int layer, const int32_t *table, int n_seq,
+                 const RadBatch *batch, RadKvView *out);

@@ -1,0 +1,74 @@
+/*
+** radiance.h: the engine API the application uses.
+**
+** Open a model (a .rad container), evaluate tokens into sequences, read the
+** logits, sample.  Everything the app needs from the engine goes through
+** here; the plugin and kernel ABIs stay behind it.
+*/
+#ifndef RADIANCE_H
+#define RADIANCE_H
+
+#include <stdio.h>
+
+#include "rad_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct RadEngine RadEngine;
+
+typedef struct RadEngineOptions {
+    const char *model_path;     /* a .rad container */
+    const char *plugin_dir;     /* NULL: $RADIANCE_HOME/plugins, else beside the binary */
+    const char *kernels;        /* library order, comma-separated; NULL = "ref" */
+    int max_ctx;                /* positions per sequence; 0 = min(model's, 4096) */
+    int max_tok;                /* rows per step (prefill chunk); 0 = 256 */
+    int max_seqs;               /* sequences; 0 = 1 */
+    int logits_all;             /* every prompt row's logits wanted (teacher forcing) */
+    const char *kv_type;        /* KV cache encoding: "f16" (NULL picks it) or "f32" */
+    FILE *debug_graph;          /* print the resolved program here, or NULL */
+    FILE *debug_plan;           /* print the memory plan here, or NULL */
+} RadEngineOptions;
+
+/* Open and prepare a model: load the kernel libraries and the plugin for its
+** (arch, quant) pair, declare, select kernels, plan the arena and KV pool,
+** map the weights.  On failure returns a RAD_E_* code with the message set
+** (every declare problem at once) and *out stays NULL. */
+int  rad_engine_open(const RadEngineOptions *opt, RadEngine **out);
+void rad_engine_close(RadEngine *e);
+
+const RadModelMeta *rad_engine_meta(const RadEngine *e);
+int  rad_engine_n_vocab(const RadEngine *e);
+int  rad_engine_max_ctx(const RadEngine *e);
+
+/* Sequences.  A new sequence holds no positions. */
+int  rad_engine_seq_new(RadEngine *e, int *seq);
+void rad_engine_seq_free(RadEngine *e, int seq);
+int  rad_engine_seq_len(const RadEngine *e, int seq);
+
+/* Append n tokens to a sequence and run them through the model in chunks of
+** at most max_tok rows.  logits receives the last row's logits (n_vocab
+** floats), or with logits_all every row's ([n, n_vocab]); NULL skips them.
+** RAD_E_RANGE when the sequence would outgrow max_ctx (nothing is run). */
+int  rad_engine_eval(RadEngine *e, int seq, const int32_t *tokens, int n, float *logits);
+
+/* The whole resolved program (every op, its kernel per band, and why) and
+** the memory plan term by term. */
+void rad_engine_print_graph(const RadEngine *e, FILE *f);
+void rad_engine_print_plan(const RadEngine *e, FILE *f);
+
+/* Conversion of a Hugging Face folder into a .rad container at `quant`
+** ("f32", "f16", "bf16", "q8_0"), driven by the plugin's name map.  Writes
+** nothing at out_path unless it succeeds.  Progress lines go to `log`. */
+int rad_convert_hf(const char *dir, const char *out_path, const char *quant,
+                   const char *plugin_dir, FILE *log);
+
+/* The installed plugins and kernel libraries, one per line. */
+int rad_list_plugins(const char *plugin_dir, FILE *f);
+int rad_list_kernels(const char *plugin_dir, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RADIANCE_H */

@@ -1,0 +1,291 @@
+/*
+** plugin.c: finding and loading plugins.
+**
+** Architecture plugins live in PLUGINS/arch/, kernel libraries in
+** PLUGINS/kernels/.  Loading is strict: a .so built against another ABI, one
+** missing a required export, or two plugins claiming the same (id, quant)
+** pair stop the load with the file named, because a silently skipped plugin
+** turns into a confusing "architecture not supported" later.
+*/
+#include "engine_internal.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+char *rad_plugin_dir_resolve(const char *plugin_dir)
+{
+    char buf[PATH_MAX + 64];
+    if (plugin_dir && *plugin_dir) return strdup(plugin_dir);
+    const char *home = getenv("RADIANCE_HOME");
+    if (home && *home) {
+        snprintf(buf, sizeof buf, "%s/plugins", home);
+        return strdup(buf);
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return strdup("plugins");
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    snprintf(buf, sizeof buf, "%s/plugins", exe);
+    if (is_dir(buf)) return strdup(buf);
+    snprintf(buf, sizeof buf, "%s/../lib/radiance/plugins", exe);
+    return strdup(buf);
+}
+
+/* The .so files in dir, sorted so that load order (and messages) do not
+** depend on the file system. */
+static int list_shared_objects(const char *dir, char ***out, int *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;               /* an absent folder holds no plugins */
+    struct dirent *e;
+    char **names = NULL;
+    int n = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".so") != 0) continue;
+        char **grown = realloc(names, (size_t)(n + 1) * sizeof *names);
+        if (!grown) break;
+        names = grown;
+        size_t need = strlen(dir) + len + 2;
+        names[n] = malloc(need);
+        if (!names[n]) break;
+        snprintf(names[n], need, "%s/%s", dir, e->d_name);
+        n++;
+    }
+    closedir(d);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *t = names[j]; names[j] = names[j - 1]; names[j - 1] = t;
+        }
+    *out = names;
+    *n_out = n;
+    return 0;
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+static int load_arch(const char *path, RadArchPlugin *p)
+{
+    memset(p, 0, sizeof *p);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return rad_error_set(RAD_E_ABI, "%s: cannot load plugin: %s", path, dlerror());
+    RadPluginInfoFn info = (RadPluginInfoFn)dlsym(h, "rad_plugin_info");
+    p->declare = (RadArchDeclareFn)dlsym(h, "rad_arch_declare");
+    p->step = (RadArchStepFn)dlsym(h, "rad_arch_step");
+    const char *missing = !info ? "rad_plugin_info" : !p->declare ? "rad_arch_declare"
+                        : !p->step ? "rad_arch_step" : NULL;
+    if (missing) {
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI, "%s: not an architecture plugin: it does not export %s",
+                             path, missing);
+    }
+    p->info = info();
+    if (!p->info || p->info->abi_version != RAD_ARCH_ABI_VERSION || p->info->kind != RAD_PLUGIN_ARCH) {
+        int v = p->info ? p->info->abi_version : -1;
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI,
+                             "%s: built for architecture ABI %d, this radiance speaks %d: rebuild the plugin",
+                             path, v, RAD_ARCH_ABI_VERSION);
+    }
+    p->hf_names = (RadArchHfNamesFn)dlsym(h, "rad_arch_hf_names");
+    p->probe = (RadArchProbeFn)dlsym(h, "rad_arch_probe");
+    p->chat_format = (RadArchChatFormatFn)dlsym(h, "rad_arch_chat_format");
+    p->handle = h;
+    p->path = strdup(path);
+    return p->path ? RAD_OK : RAD_E_NOMEM;
+}
+
+static int load_kernels(const char *path, RadKernelLib *k)
+{
+    memset(k, 0, sizeof *k);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return rad_error_set(RAD_E_ABI, "%s: cannot load kernel library: %s", path, dlerror());
+    const RadKernelLibrary *lib = dlsym(h, RAD_KERNEL_LIBRARY_SYMBOL);
+    if (!lib) {
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI, "%s: not a kernel library: it does not export %s",
+                             path, RAD_KERNEL_LIBRARY_SYMBOL);
+    }
+    if (lib->abi_version != RAD_KERNEL_ABI_VERSION) {
+        int v = lib->abi_version;
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI,
+                             "%s: built for kernel ABI %d, this radiance speaks %d: rebuild the library",
+                             path, v, RAD_KERNEL_ABI_VERSION);
+    }
+    if (lib->init && lib->init() != 0) {
+        dlclose(h);
+        return rad_error_set(RAD_E_UNSUPPORTED, "%s: kernel library '%s' failed to initialise",
+                             path, lib->name);
+    }
+    k->handle = h;
+    k->lib = lib;
+    k->path = strdup(path);
+    return k->path ? RAD_OK : RAD_E_NOMEM;
+}
+
+int rad_plugins_load(const char *dir, RadPluginSet *set)
+{
+    memset(set, 0, sizeof *set);
+    set->dir = strdup(dir);
+    char sub[PATH_MAX];
+    char **names;
+    int n, rc = RAD_OK;
+
+    snprintf(sub, sizeof sub, "%s/arch", dir);
+    list_shared_objects(sub, &names, &n);
+    set->arch = calloc((size_t)n + 1, sizeof *set->arch);
+    for (int i = 0; i < n && rc == RAD_OK; i++) {
+        rc = load_arch(names[i], &set->arch[set->n_arch]);
+        if (rc) break;
+        const RadPluginInfo *mine = set->arch[set->n_arch].info;
+        for (int j = 0; j < set->n_arch; j++) {
+            const RadPluginInfo *other = set->arch[j].info;
+            if (strcmp(mine->arch_id, other->arch_id) == 0 && strcmp(mine->quant, other->quant) == 0) {
+                rc = rad_error_set(RAD_E_ABI, "%s and %s both claim architecture '%s' at '%s': remove one",
+                                   set->arch[j].path, names[i], mine->arch_id, mine->quant);
+                break;
+            }
+        }
+        set->n_arch++;
+    }
+    free_names(names, n);
+
+    snprintf(sub, sizeof sub, "%s/kernels", dir);
+    list_shared_objects(sub, &names, &n);
+    set->kernels = calloc((size_t)n + 1, sizeof *set->kernels);
+    for (int i = 0; i < n && rc == RAD_OK; i++) {
+        rc = load_kernels(names[i], &set->kernels[set->n_kernels]);
+        if (rc) break;
+        set->n_kernels++;
+    }
+    free_names(names, n);
+    if (rc) rad_plugins_free(set);
+    return rc;
+}
+
+void rad_plugins_free(RadPluginSet *set)
+{
+    for (int i = 0; i < set->n_arch; i++) {
+        dlclose(set->arch[i].handle);
+        free(set->arch[i].path);
+    }
+    for (int i = 0; i < set->n_kernels; i++) {
+        if (set->kernels[i].lib->fini) set->kernels[i].lib->fini();
+        dlclose(set->kernels[i].handle);
+        free(set->kernels[i].path);
+    }
+    free(set->arch);
+    free(set->kernels);
+    free(set->dir);
+    memset(set, 0, sizeof *set);
+}
+
+const RadArchPlugin *rad_plugins_find(const RadPluginSet *set, const char *id, const char *quant)
+{
+    for (int i = 0; i < set->n_arch; i++)
+        if (strcmp(set->arch[i].info->arch_id, id) == 0 && strcmp(set->arch[i].info->quant, quant) == 0)
+            return &set->arch[i];
+    return NULL;
+}
+
+const RadArchPlugin *rad_plugins_find_hf(const RadPluginSet *set, const char *hf_arch)
+{
+    for (int i = 0; i < set->n_arch; i++) {
+        if (!set->arch[i].hf_names) continue;
+        for (const char *const *name = set->arch[i].hf_names(); name && *name; name++)
+            if (strcmp(*name, hf_arch) == 0) return &set->arch[i];
+    }
+    return NULL;
+}
+
+int rad_plugins_kernel_order(const RadPluginSet *set, const char *order,
+                             const RadKernelLibrary **libs, int max, int *n)
+{
+    *n = 0;
+    char *copy = strdup(order ? order : "ref");
+    if (!copy) return RAD_E_NOMEM;
+    int rc = RAD_OK;
+    char *save = NULL;
+    for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const RadKernelLibrary *found = NULL;
+        for (int i = 0; i < set->n_kernels; i++)
+            if (strcmp(set->kernels[i].lib->name, name) == 0) found = set->kernels[i].lib;
+        if (!found) {
+            rc = rad_error_set(RAD_E_NOTFOUND, "--kernels: no kernel library named '%s' in %s/kernels",
+                               name, set->dir);
+            break;
+        }
+        if (*n < max) libs[(*n)++] = found;
+    }
+    free(copy);
+    if (rc == RAD_OK && *n == 0)
+        rc = rad_error_set(RAD_E_ARG, "--kernels: no library named");
+    return rc;
+}
+
+int rad_list_plugins(const char *plugin_dir, FILE *f)
+{
+    char *dir = rad_plugin_dir_resolve(plugin_dir);
+    RadPluginSet set;
+    int rc = rad_plugins_load(dir, &set);
+    if (rc == RAD_OK) {
+        fprintf(f, "architecture plugins in %s/arch:\n", dir);
+        for (int i = 0; i < set.n_arch; i++) {
+            const RadArchPlugin *p = &set.arch[i];
+            fprintf(f, "  %-18s id=%-8s quant=%-6s %s", p->info->name, p->info->arch_id,
+                    p->info->quant, p->info->description);
+            if (p->hf_names) {
+                fprintf(f, " [");
+                int first = 1;
+                for (const char *const *n = p->hf_names(); n && *n; n++, first = 0)
+                    fprintf(f, "%s%s", first ? "" : " ", *n);
+                fprintf(f, "]");
+            }
+            fprintf(f, "\n");
+        }
+        rad_plugins_free(&set);
+    }
+    free(dir);
+    return rc;
+}
+
+int rad_list_kernels(const char *plugin_dir, FILE *f)
+{
+    char *dir = rad_plugin_dir_resolve(plugin_dir);
+    RadPluginSet set;
+    int rc = rad_plugins_load(dir, &set);
+    if (rc == RAD_OK) {
+        for (int i = 0; i < set.n_kernels; i++) {
+            const RadKernelLibrary *lib = set.kernels[i].lib;
+            fprintf(f, "kernel library '%s' (%s): %s\n", lib->name, set.kernels[i].path, lib->description);
+            for (int r = 0; r < lib->n_rows; r++) {
+                const RadKernelRow *row = &lib->rows[r];
+                fprintf(f, "  %-14s %-22s priority %d%s\n", row->op, row->name, row->priority,
+                        row->domain == RAD_DOMAIN_DEVICE ? " device" : "");
+            }
+        }
+        rad_plugins_free(&set);
+    }
+    free(dir);
+    return rc;
+}

@@ -1,0 +1,187 @@
+/*
+** rad_kernel.h: the kernel-library ABI.
+**
+** A kernel library is a .so that exports two tables: the op schemas it knows
+** (the vocabulary of docs/OPS.md: typed parameters, operands with roles) and
+** its kernel rows (which op, under which constraints on the parameters, at
+** what priority, and the function that runs it).  The core owns selection:
+** libraries are tried in a fixed order (cuda, cpu, ref by default) and the
+** first library with a matching row supplies the op; inside one library the
+** highest priority wins.  A kernel never allocates activations; it receives
+** resolved tensors and writes its outputs in place.
+**
+** The one RAD_PARAM_RANGE parameter of an op (the row count M) is banded: the
+** core cuts its declared range at every edge the rows' constraints name and
+** resolves each band separately, so decode (M = 1) and prefill (M = 512) may
+** run different kernels.  EQ/LE/GE constraints may name the ranged parameter;
+** DIV and IN may not (they do not cut a range into bands).
+**
+** Every struct that crosses this boundary begins or ends with a size or
+** version so it can grow at its end without breaking built libraries.
+*/
+#ifndef RAD_KERNEL_H
+#define RAD_KERNEL_H
+
+#include "../base/rad_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RAD_KERNEL_ABI_VERSION 1
+#define RAD_MAX_PARAMS 12
+#define RAD_MAX_OPERANDS 8
+#define RAD_MAX_CONSTRAINTS 6
+#define RAD_MAX_IN_VALUES 8
+
+/* ------------------------------------------------------------- schemas */
+
+typedef enum RadParamType {
+    RAD_PARAM_INT = 1,      /* fixed at declare time */
+    RAD_PARAM_FLOAT = 2,    /* fixed at declare time */
+    RAD_PARAM_RANGE = 3     /* an int known per step within [lo, hi]: the rows */
+} RadParamType;
+
+typedef enum RadOperandRole {
+    RAD_ROLE_IN = 1,        /* an activation the op reads */
+    RAD_ROLE_OUT = 2,       /* an activation the op writes */
+    RAD_ROLE_INOUT = 3,     /* read and written in place */
+    RAD_ROLE_WEIGHT = 4,    /* a weight from the container */
+    RAD_ROLE_KV = 5,        /* a layer's view of the paged KV cache */
+    RAD_ROLE_INDEX = 6      /* host int32 data from the batch (ids, positions) */
+} RadOperandRole;
+
+typedef struct RadParamSchema {
+    const char *name;
+    int type;               /* RadParamType */
+} RadParamSchema;
+
+typedef struct RadOperandSchema {
+    const char *name;
+    int role;               /* RadOperandRole */
+    int optional;           /* may be absent (a bias) */
+} RadOperandSchema;
+
+typedef struct RadOpSchema {
+    const char *op;                         /* "gemm_nt" */
+    int n_params;
+    RadParamSchema params[RAD_MAX_PARAMS];
+    int n_operands;
+    RadOperandSchema operands[RAD_MAX_OPERANDS];
+} RadOpSchema;
+
+/* ------------------------------------------------------------ launching */
+
+/* A resolved operand.  Activations are row-major [rows, cols] with rows
+** `row_bytes` apart; shape[0] is the buffer's capacity in rows, and the
+** step's row count is the op's ranged parameter M.  Weights use GGUF's convention
+** inverted to PyTorch's: shape[0] is the output dimension (rows), shape[1]
+** the input dimension; a row of a quantized weight is whole blocks. */
+typedef struct RadTensor {
+    void *data;             /* NULL for an absent optional operand */
+    int enc;                /* RadEncoding */
+    int rank;
+    int64_t shape[4];       /* outermost first, as PyTorch */
+    int64_t row_bytes;      /* bytes from one row (dim 0 index) to the next */
+} RadTensor;
+
+/* One layer's view of the paged KV cache, prepared by the core each step.
+** Position p of batch sequence s lives in slot
+**   block_table[s * max_blocks + p / block_size] * block_size + p % block_size
+** and a slot's key is k + slot * kv_row_bytes (n_head_kv * head_dim elements
+** of encoding `enc`), its value likewise in v. */
+typedef struct RadKvView {
+    void *k, *v;
+    int enc;                        /* RAD_ENC_F16 or RAD_ENC_F32 */
+    int block_size;
+    int n_head_kv, head_dim;
+    int64_t kv_row_bytes;
+    int window;                     /* the group's window (0 = all); informational: the
+                                    ** attention op's own `window` parameter decides */
+    int n_seq;                      /* sequences in this step */
+    int max_blocks;                 /* columns of block_table */
+    const int32_t *block_table;     /* [n_seq, max_blocks]; -1 = not allocated */
+    int n_tok;                      /* rows in this step */
+    const int32_t *token_seq;       /* [n_tok] batch sequence of each row */
+    const int32_t *positions;       /* [n_tok] absolute position of each row */
+} RadKvView;
+
+/* The argument block a kernel receives.  Parameters arrive in schema order
+** (ints as `i`, floats as `f`, the ranged one resolved to this step's value);
+** operands in schema order too.  Host kernels may split their work over
+** `pool` (NULL: run on the calling thread); device kernels get `stream`. */
+typedef struct RadKernelArgs {
+    int struct_size;
+    const RadOpSchema *schema;
+    union { int64_t i; double f; } param[RAD_MAX_PARAMS];
+    RadTensor operand[RAD_MAX_OPERANDS];
+    const RadKvView *kv;            /* the RAD_ROLE_KV operand's view, if any */
+    void *scratch;                  /* `scratch_bytes(args)` bytes, or NULL */
+    void *pool;                     /* the core's thread pool (host domain) */
+    int n_threads;
+    /* Run fn(ctx, t) for t in [0, n_tasks) on the pool and return when all
+    ** are done; with pool == NULL it runs them in order on this thread. */
+    void (*parallel_for)(void *pool, int n_tasks,
+                         void (*fn)(void *ctx, int task), void *ctx);
+    void *stream;                   /* device domain */
+} RadKernelArgs;
+
+typedef int (*RadKernelLaunch)(const RadKernelArgs *args);
+
+/* ---------------------------------------------------------- kernel rows */
+
+typedef enum RadConstraintKind {
+    RAD_C_EQ = 1,           /* param == v */
+    RAD_C_LE = 2,           /* param <= v */
+    RAD_C_GE = 3,           /* param >= v */
+    RAD_C_DIV = 4,          /* param % v == 0 */
+    RAD_C_IN = 5            /* param is one of values[0..n_values) */
+} RadConstraintKind;
+
+typedef struct RadConstraint {
+    const char *param;      /* a parameter name of the op's schema */
+    int kind;               /* RadConstraintKind */
+    int64_t v;
+    int n_values;
+    int64_t values[RAD_MAX_IN_VALUES];
+} RadConstraint;
+
+typedef enum RadDomain { RAD_DOMAIN_HOST = 1, RAD_DOMAIN_DEVICE = 2 } RadDomain;
+
+typedef struct RadKernelRow {
+    const char *op;                 /* the op it serves */
+    const char *name;               /* unique within the library: "gemm_nt_q8_0" */
+    int n_constraints;
+    RadConstraint constraints[RAD_MAX_CONSTRAINTS];
+    int priority;                   /* higher wins inside one library */
+    int domain;                     /* RadDomain */
+    int kv_block_size;              /* attention rows: the KV block they read; 0 = none */
+    RadKernelLaunch launch;
+    size_t (*scratch_bytes)(const RadKernelArgs *args);   /* optional */
+    /* Optional weight relayout: at load the core gives each RAD_ROLE_WEIGHT
+    ** operand this kernel reads to relayout_bytes (0 = keep as stored), then
+    ** to relayout, which writes the kernel's own layout into `dst`; the copy
+    ** is counted in the memory plan and the container's bytes stay canonical. */
+    size_t (*relayout_bytes)(const RadTensor *weight);
+    int (*relayout)(const RadTensor *weight, void *dst);
+} RadKernelRow;
+
+/* What a library exports, as one symbol: `rad_kernel_library`. */
+typedef struct RadKernelLibrary {
+    int abi_version;                /* RAD_KERNEL_ABI_VERSION */
+    const char *name;               /* "ref", "cpu", "cuda" */
+    const char *description;
+    int n_schemas;
+    const RadOpSchema *schemas;
+    int n_rows;
+    const RadKernelRow *rows;
+    int (*init)(void);              /* optional: once, after dlopen */
+    void (*fini)(void);             /* optional */
+} RadKernelLibrary;
+
+#define RAD_KERNEL_LIBRARY_SYMBOL "rad_kernel_library"
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RAD_KERNEL_H */

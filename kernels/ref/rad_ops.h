@@ -1,0 +1,94 @@
+/*
+** rad_ops.h: the op vocabulary as C data, shared by every kernel library.
+**
+** docs/OPS.md describes each op in prose; kernels/ref/schemas.c states the
+** same thing as a table of RadOpSchema, and this header names the positions
+** inside it.  A library that serves these ops (ref today, cpu tomorrow)
+** compiles schemas.c into itself and exports rad_op_schemas as its schema
+** table, so no two libraries can disagree about a parameter's name or an
+** operand's place.
+**
+** The enums below are positions in args->param[] and args->operand[], in
+** schema order.  They must follow the table in schemas.c exactly; the test
+** tests/ops/test_ref.c pins the table by name, and every kernel reads its
+** arguments through these names rather than bare numbers.
+*/
+#ifndef RAD_OPS_H
+#define RAD_OPS_H
+
+#include "../rad_kernel.h"
+
+#define RAD_OP_SCHEMA_COUNT 15
+
+extern const RadOpSchema rad_op_schemas[];
+extern const int rad_op_schema_count;          /* == RAD_OP_SCHEMA_COUNT */
+
+/* The ranged parameter, the rows of this step, is first in every op. */
+#define RAD_P_M 0
+
+/* embed_lookup(M, N; ids, table, out) */
+enum { RAD_EMBED_LOOKUP_N = 1 };
+enum { RAD_EMBED_LOOKUP_IDS, RAD_EMBED_LOOKUP_TABLE, RAD_EMBED_LOOKUP_OUT };
+
+/* rmsnorm(M, N, eps, w_offset; x, w, out) */
+enum { RAD_RMSNORM_N = 1, RAD_RMSNORM_EPS, RAD_RMSNORM_W_OFFSET };
+enum { RAD_RMSNORM_X, RAD_RMSNORM_W, RAD_RMSNORM_OUT };
+
+/* rmsnorm_add(M, N, eps, w_offset; x, d, w, out) */
+enum { RAD_RMSNORM_ADD_N = 1, RAD_RMSNORM_ADD_EPS, RAD_RMSNORM_ADD_W_OFFSET };
+enum { RAD_RMSNORM_ADD_X, RAD_RMSNORM_ADD_D, RAD_RMSNORM_ADD_W, RAD_RMSNORM_ADD_OUT };
+
+/* add(M, N; a, b, out) and mul(M, N; a, b, out) share one layout. */
+enum { RAD_BINARY_N = 1 };
+enum { RAD_BINARY_A, RAD_BINARY_B, RAD_BINARY_OUT };
+
+/* scale_rows(M, N, scale; x) */
+enum { RAD_SCALE_ROWS_N = 1, RAD_SCALE_ROWS_SCALE };
+enum { RAD_SCALE_ROWS_X };
+
+/* silu_mul(M, N; gate, up, out) and gelu_mul(M, N; gate, up, out) */
+enum { RAD_GATED_N = 1 };
+enum { RAD_GATED_GATE, RAD_GATED_UP, RAD_GATED_OUT };
+
+/* rope(M, n_head, head_dim, n_rot, mode, theta, scaling, factor,
+**      low_freq_factor, high_freq_factor, orig_ctx; x, positions) */
+enum {
+    RAD_ROPE_N_HEAD = 1, RAD_ROPE_HEAD_DIM, RAD_ROPE_N_ROT, RAD_ROPE_MODE,
+    RAD_ROPE_THETA, RAD_ROPE_SCALING, RAD_ROPE_FACTOR, RAD_ROPE_LOW_FREQ_FACTOR,
+    RAD_ROPE_HIGH_FREQ_FACTOR, RAD_ROPE_ORIG_CTX
+};
+enum { RAD_ROPE_X, RAD_ROPE_POSITIONS };
+
+/* rope's mode and scaling values */
+enum { RAD_ROPE_MODE_NEOX = 0, RAD_ROPE_MODE_ADJACENT = 1 };
+enum { RAD_ROPE_SCALING_NONE = 0, RAD_ROPE_SCALING_LINEAR = 1, RAD_ROPE_SCALING_LLAMA3 = 2 };
+
+/* qk_norm(M, n_head, head_dim, eps, w_offset; x, w) */
+enum { RAD_QK_NORM_N_HEAD = 1, RAD_QK_NORM_HEAD_DIM, RAD_QK_NORM_EPS, RAD_QK_NORM_W_OFFSET };
+enum { RAD_QK_NORM_X, RAD_QK_NORM_W };
+
+/* kv_store(M, n_head_kv, head_dim; k, v, kv) */
+enum { RAD_KV_STORE_N_HEAD_KV = 1, RAD_KV_STORE_HEAD_DIM };
+enum { RAD_KV_STORE_K, RAD_KV_STORE_V, RAD_KV_STORE_KV };
+
+/* attn_paged(M, n_head, n_head_kv, head_dim, scale, window, softcap;
+**            q, kv, out, sinks?) */
+enum {
+    RAD_ATTN_N_HEAD = 1, RAD_ATTN_N_HEAD_KV, RAD_ATTN_HEAD_DIM, RAD_ATTN_SCALE,
+    RAD_ATTN_WINDOW, RAD_ATTN_SOFTCAP
+};
+enum { RAD_ATTN_Q, RAD_ATTN_KV, RAD_ATTN_OUT, RAD_ATTN_SINKS };
+
+/* gemm_nt(M, N, K, enc; x, w, bias?, out) */
+enum { RAD_GEMM_NT_N = 1, RAD_GEMM_NT_K, RAD_GEMM_NT_ENC };
+enum { RAD_GEMM_NT_X, RAD_GEMM_NT_W, RAD_GEMM_NT_BIAS, RAD_GEMM_NT_OUT };
+
+/* gather_rows(M, N; x, idx, out) */
+enum { RAD_GATHER_ROWS_N = 1 };
+enum { RAD_GATHER_ROWS_X, RAD_GATHER_ROWS_IDX, RAD_GATHER_ROWS_OUT };
+
+/* logits_gemm(M, N, K, enc, softcap; x, w, out) */
+enum { RAD_LOGITS_GEMM_N = 1, RAD_LOGITS_GEMM_K, RAD_LOGITS_GEMM_ENC, RAD_LOGITS_GEMM_SOFTCAP };
+enum { RAD_LOGITS_GEMM_X, RAD_LOGITS_GEMM_W, RAD_LOGITS_GEMM_OUT };
+
+#endif /* RAD_OPS_H */

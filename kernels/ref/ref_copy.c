@@ -1,0 +1,67 @@
+/*
+** ref_copy.c: the ops that move rows without arithmetic.
+**
+**   embed_lookup  out[m] = decode(table row ids[m])
+**   gather_rows   out[m] = x[idx[m]]
+**
+** Both are exact: a faster kernel must produce the same bits.  Both refuse
+** an index outside the source with RAD_E_RANGE before writing anything, so a
+** bad token id never leaves a half-written buffer behind.
+*/
+#include <string.h>
+
+#include "ref_internal.h"
+#include "rad_dequant.h"
+
+int ref_embed_lookup(const RadKernelArgs *a)
+{
+    int64_t M = ref_rows(a), N = a->param[RAD_EMBED_LOOKUP_N].i;
+    const RadTensor *ids = &a->operand[RAD_EMBED_LOOKUP_IDS];
+    const RadTensor *table = &a->operand[RAD_EMBED_LOOKUP_TABLE];
+    const RadTensor *out = &a->operand[RAD_EMBED_LOOKUP_OUT];
+    int rc;
+
+    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
+    if (table->rank != 2) return table->data ? RAD_E_SHAPE : RAD_E_ARG;
+    int64_t vocab = table->shape[0];
+    if ((rc = ref_check_index(ids, M)) || (rc = ref_check_weight(table, vocab, N)) ||
+        (rc = ref_check_act(out, M, N)))
+        return rc;
+
+    const int32_t *id = ids->data;
+    for (int64_t m = 0; m < M; m++)
+        if (id[m] < 0 || id[m] >= vocab) return RAD_E_RANGE;
+
+    for (int64_t m = 0; m < M; m++) {
+        const char *src = (const char *)table->data + (int64_t)id[m] * table->row_bytes;
+        rc = rad_dequant_row(table->enc, src, ref_row(out, m), N);
+        if (rc) return rc;
+    }
+    return RAD_OK;
+}
+
+int ref_gather_rows(const RadKernelArgs *a)
+{
+    int64_t M = ref_rows(a), N = a->param[RAD_GATHER_ROWS_N].i;
+    const RadTensor *x = &a->operand[RAD_GATHER_ROWS_X];
+    const RadTensor *idx = &a->operand[RAD_GATHER_ROWS_IDX];
+    const RadTensor *out = &a->operand[RAD_GATHER_ROWS_OUT];
+    int rc;
+
+    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
+    /* x holds as many rows as its producer wrote: shape[0] when the core
+    ** states it (rank >= 1).  Unstated, only negative indices can be refused,
+    ** and the stride is checked as if x had several rows. */
+    int64_t x_rows = x->rank >= 1 ? x->shape[0] : -1;
+    if ((rc = ref_check_act(x, x_rows >= 0 ? x_rows : 2, N)) ||
+        (rc = ref_check_index(idx, M)) || (rc = ref_check_act(out, M, N)))
+        return rc;
+
+    const int32_t *ix = idx->data;
+    for (int64_t m = 0; m < M; m++)
+        if (ix[m] < 0 || (x_rows >= 0 && ix[m] >= x_rows)) return RAD_E_RANGE;
+
+    for (int64_t m = 0; m < M; m++)
+        memcpy(ref_row(out, m), ref_row(x, ix[m]), (size_t)N * sizeof(float));
+    return RAD_OK;
+}

@@ -1,0 +1,76 @@
+/*
+** ref_internal.h: what the reference kernel files share among themselves.
+**
+** Argument checks, row addressing and weight decoding, written once so each
+** kernel file can read as the formula it implements.  Nothing here is part
+** of the library's interface: the only exported symbol of the .so is
+** rad_kernel_library (plus the shared schema table and rad_dequant_row), so
+** these names are hidden from the dynamic symbol table.
+*/
+#ifndef REF_INTERNAL_H
+#define REF_INTERNAL_H
+
+#include <stdint.h>
+
+#include "../rad_kernel.h"
+#include "rad_ops.h"
+
+#pragma GCC visibility push(hidden)
+
+/* Weights are decoded this many elements at a time into a stack buffer, so
+** no kernel allocates.  A multiple of every block size we decode (1, 32). */
+#define REF_CHUNK 256
+
+/* The largest head_dim attention serves: it keeps one head's accumulator on
+** the stack (8 KiB of doubles).  Larger heads get RAD_E_UNSUPPORTED. */
+#define REF_MAX_HEAD_DIM 1024
+
+/* The rows of this step, the op's ranged parameter. */
+static inline int64_t ref_rows(const RadKernelArgs *a) { return a->param[RAD_P_M].i; }
+
+/* Row r of an f32 activation (rows are row_bytes apart, not packed). */
+static inline float *ref_row(const RadTensor *t, int64_t r)
+{
+    return (float *)(void *)((char *)t->data + r * t->row_bytes);
+}
+
+/* Check an f32 activation operand that must hold `rows` rows of `cols`
+** floats.  0, RAD_E_ARG (no data), RAD_E_UNSUPPORTED (not f32) or
+** RAD_E_SHAPE (rows overlap, are misaligned, or the buffer is too short). */
+int ref_check_act(const RadTensor *t, int64_t rows, int64_t cols);
+
+/* Check an int32 index operand holding at least `n` values. */
+int ref_check_index(const RadTensor *t, int64_t n);
+
+/* Check a weight of `rows` rows by `cols` columns (a vector is 1 row and may
+** be given rank 1): present, shape as stated, an encoding rad_dequant_row
+** serves, and rows whole blocks long. */
+int ref_check_weight(const RadTensor *w, int64_t rows, int64_t cols);
+
+/* Decode columns [k0, k0 + n) of weight row `row` into dst.  k0 must be a
+** multiple of the encoding's block (any multiple of REF_CHUNK is). */
+void ref_weight_decode(const RadTensor *w, int64_t row, int64_t k0, int64_t n, float *dst);
+
+/* The dot product of weight row `row` with x[0..K), accumulated in double. */
+double ref_weight_dot(const RadTensor *w, int64_t row, const float *x, int64_t K);
+
+/* The launch functions, one per op, each in the file named for its family. */
+int ref_embed_lookup(const RadKernelArgs *a);
+int ref_gather_rows(const RadKernelArgs *a);
+int ref_rmsnorm(const RadKernelArgs *a);
+int ref_rmsnorm_add(const RadKernelArgs *a);
+int ref_qk_norm(const RadKernelArgs *a);
+int ref_add(const RadKernelArgs *a);
+int ref_mul(const RadKernelArgs *a);
+int ref_scale_rows(const RadKernelArgs *a);
+int ref_silu_mul(const RadKernelArgs *a);
+int ref_gelu_mul(const RadKernelArgs *a);
+int ref_rope(const RadKernelArgs *a);
+int ref_kv_store(const RadKernelArgs *a);
+int ref_attn_paged(const RadKernelArgs *a);
+int ref_gemm_nt(const RadKernelArgs *a);
+int ref_logits_gemm(const RadKernelArgs *a);
+
+#pragma GCC visibility pop
+
+#endif /* REF_INTERNAL_H */

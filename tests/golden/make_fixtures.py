@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""Generate the golden-logit fixtures under tests/golden/fixtures/.
+
+This script is run BY HAND, never by CI.  CI only consumes the files it
+writes (they are committed).  Regenerate with:
+
+    /work/venv/bin/python tests/golden/make_fixtures.py
+
+(any Python with torch, transformers and safetensors works; run it from the
+repository root or from anywhere, paths are relative to this file).
+Optional arguments: case names to regenerate only those, e.g.
+    /work/venv/bin/python tests/golden/make_fixtures.py llama qwen3
+
+For every case a tiny, randomly initialised Hugging Face model is built (no
+download), its weights are re-initialised so that the logits have a real
+spread, and the folder tests/golden/fixtures/<case>/ receives:
+
+  config.json, model.safetensors (or model-0000i-of-0000n.safetensors +
+      model.safetensors.index.json), generation_config.json
+                  exactly as HF save_pretrained writes them (float32 weights)
+  tokens.txt      one line, comma-separated ids of the 96-token teacher-forced
+                  sequence (fixed seed, ids in [0, vocab), first id 1)
+  logits.f32      raw little-endian float32, row-major [96, vocab]: HF's logits
+                  at every position of tokens.txt (float32, CPU, eager attention)
+  greedy.txt      one line, comma-separated ids of the 16 new tokens of HF greedy
+                  generation (do_sample=False) from the first 8 tokens
+  meta.json       case, architecture, vocab, n_tokens, top2_min_gap,
+                  logit_range, greedy_top2_min_gap, seed, transformers_version,
+                  torch_version
+
+The seed of a case is retried (seed, seed+1, ...) until the smallest gap
+between the top-1 and top-2 logit is >= MIN_GAP at every teacher-forced
+position and at every greedy step, greedy generation yields 16 tokens
+without hitting EOS, and those contain at least 8 distinct ids (random tiny
+models otherwise tend to repeat one token forever, which tests little), so
+that an f32 reimplementation can match every argmax.
+"""
+
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+import transformers
+from transformers import (
+    AutoModelForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "fixtures")
+
+N_TOKENS = 96
+PROMPT_LEN = 8
+N_NEW = 16
+MIN_GAP = 1e-3
+MAX_DIR_BYTES = 2 * 1024 * 1024
+MAX_TRIES = 50
+
+MIN_DISTINCT_GREEDY = 8  # reject degenerate "same token forever" greedy runs
+
+# Weight init (after HF's own init), std = gain / sqrt(fan_in):
+#   q/k/v/gate/up projections: IN_GAIN; o/down projections: OUT_GAIN, large
+#   enough that the layers dominate the residual stream (otherwise tied-
+#   embedding models just repeat the last token under greedy decoding);
+#   embed_tokens and lm_head (tied or not): HEAD_GAIN / sqrt(hidden), which
+#   puts the logit standard deviation at about 2;
+#   biases ~ N(0, 0.1); every norm weight (q_norm/k_norm too) ~ 1 + N(0, 0.1).
+IN_GAIN = 1.5
+OUT_GAIN = 2.0
+HEAD_GAIN = 2.0
+BIAS_STD = 0.1
+NORM_STD = 0.1
+
+COMMON = dict(
+    hidden_size=64,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=160,
+    num_hidden_layers=3,
+    max_position_embeddings=512,
+)
+
+CASES = {
+    "llama": dict(
+        seed=1001,
+        cls=(LlamaConfig, LlamaForCausalLM),
+        config=dict(
+            COMMON,
+            vocab_size=1024,
+            rope_theta=10000.0,
+            rms_norm_eps=1e-5,
+            tie_word_embeddings=False,
+        ),
+    ),
+    "llama3_scaled": dict(
+        seed=2001,
+        cls=(LlamaConfig, LlamaForCausalLM),
+        config=dict(
+            COMMON,
+            num_hidden_layers=4,
+            vocab_size=1024,
+            rms_norm_eps=1e-5,
+            tie_word_embeddings=True,
+            rope_theta=500000.0,
+            rope_scaling={
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+        ),
+        max_shard_size="300KB",
+    ),
+    "qwen2": dict(
+        seed=3001,
+        cls=(Qwen2Config, Qwen2ForCausalLM),
+        config=dict(
+            COMMON,
+            vocab_size=1100,
+            tie_word_embeddings=True,
+            rope_theta=1e6,
+            rms_norm_eps=1e-6,
+        ),
+    ),
+    "qwen3": dict(
+        seed=4001,
+        cls=(Qwen3Config, Qwen3ForCausalLM),
+        config=dict(
+            COMMON,
+            head_dim=32,
+            vocab_size=1024,
+            tie_word_embeddings=True,
+            rope_theta=1e6,
+            rms_norm_eps=1e-6,
+        ),
+    ),
+    "mistral": dict(
+        seed=5001,
+        cls=(MistralConfig, MistralForCausalLM),
+        config=dict(
+            COMMON,
+            num_key_value_heads=1,
+            intermediate_size=128,
+            vocab_size=1000,
+            tie_word_embeddings=False,
+            sliding_window=None,
+            rope_theta=10000.0,
+        ),
+    ),
+}
+
+
+def reinit(model, config):
+    """Re-initialise every parameter (deterministic given the torch seed)."""
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if name.endswith(".bias"):
+                p.normal_(0.0, BIAS_STD)
+            elif "norm" in name:  # input/post_attention/final norm, q_norm, k_norm
+                p.normal_(0.0, NORM_STD).add_(1.0)
+            elif name.endswith("embed_tokens.weight") or name.endswith("lm_head.weight"):
+                # Embedding rows feed an RMSNorm, lm_head (or the tied
+                # embedding) sets the logit scale: std = HEAD_GAIN/sqrt(hidden).
+                p.normal_(0.0, HEAD_GAIN / config.hidden_size ** 0.5)
+            elif name.endswith(("o_proj.weight", "down_proj.weight")):
+                p.normal_(0.0, OUT_GAIN / p.shape[1] ** 0.5)  # fan_in = in_features
+            elif name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight",
+                                "gate_proj.weight", "up_proj.weight")):
+                p.normal_(0.0, IN_GAIN / p.shape[1] ** 0.5)
+            else:
+                raise RuntimeError(f"unexpected parameter {name} {tuple(p.shape)}")
+
+
+def top2_gaps(logits):
+    top2 = torch.topk(logits, 2, dim=-1).values
+    return top2[..., 0] - top2[..., 1]
+
+
+def build(case, spec, seed):
+    cfg_cls, model_cls = spec["cls"]
+    config = cfg_cls(**spec["config"])
+    torch.manual_seed(seed)
+    model = model_cls._from_config(config, attn_implementation="eager")
+    model.to(torch.float32)
+    reinit(model, config)
+    model.eval()
+    return model
+
+
+def try_seed(case, spec, seed):
+    model = build(case, spec, seed)
+    vocab = model.config.vocab_size
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, vocab, (N_TOKENS,), generator=g)
+    tokens[0] = 1
+    with torch.no_grad():
+        logits = model(tokens[None]).logits[0].float()  # [N, vocab]
+    gap = top2_gaps(logits).min().item()
+
+    prompt = tokens[None, :PROMPT_LEN]
+    with torch.no_grad():
+        out = model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            do_sample=False,
+            max_new_tokens=N_NEW,
+            pad_token_id=model.config.eos_token_id,
+        )
+    new = out[0, PROMPT_LEN:]
+    # Gaps along the greedy path (full recompute, no KV cache).
+    with torch.no_grad():
+        glog = model(out[:, : PROMPT_LEN + N_NEW - 1]).logits[0, PROMPT_LEN - 1 :]
+    ggap = top2_gaps(glog).min().item()
+    greedy_consistent = bool((glog.argmax(-1) == new).all()) if len(new) == N_NEW else False
+    ok = (
+        gap >= MIN_GAP
+        and ggap >= MIN_GAP
+        and len(new) == N_NEW
+        and greedy_consistent
+        and len(set(new.tolist())) >= MIN_DISTINCT_GREEDY
+    )
+    return ok, model, tokens, logits, new, gap, ggap
+
+
+def dir_bytes(path):
+    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
+
+
+def make(case, spec):
+    for k in range(MAX_TRIES):
+        seed = spec["seed"] + k
+        ok, model, tokens, logits, new, gap, ggap = try_seed(case, spec, seed)
+        print(f"[{case}] seed {seed}: top2_min_gap={gap:.3g} greedy_gap={ggap:.3g} "
+              f"logit std={logits.std().item():.3f} n_new={len(new)} "
+              f"distinct={len(set(new.tolist()))} -> {'ok' if ok else 'retry'}")
+        if ok:
+            break
+    else:
+        raise SystemExit(f"[{case}] no seed in {MAX_TRIES} tries satisfies the gap constraint")
+
+    d = os.path.join(OUT, case)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    save_kw = {}
+    if "max_shard_size" in spec:
+        save_kw["max_shard_size"] = spec["max_shard_size"]
+    model.save_pretrained(d, **save_kw)
+
+    with open(os.path.join(d, "tokens.txt"), "w") as f:
+        f.write(",".join(str(int(t)) for t in tokens) + "\n")
+    logits.numpy().astype("<f4").tofile(os.path.join(d, "logits.f32"))
+    with open(os.path.join(d, "greedy.txt"), "w") as f:
+        f.write(",".join(str(int(t)) for t in new) + "\n")
+    meta = {
+        "case": case,
+        "architecture": type(model).__name__,
+        "vocab": model.config.vocab_size,
+        "n_tokens": N_TOKENS,
+        "top2_min_gap": gap,
+        "logit_range": (logits.max() - logits.min()).item(),
+        "greedy_top2_min_gap": ggap,
+        "seed": seed,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+    }
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+        f.write("\n")
+
+    # Checks: sharding, size, and that the saved checkpoint reproduces the logits.
+    files = sorted(os.listdir(d))
+    if "max_shard_size" in spec:
+        shards = [f for f in files if f.startswith("model-") and f.endswith(".safetensors")]
+        assert len(shards) >= 2 and "model.safetensors.index.json" in files, files
+    size = dir_bytes(d)
+    assert size < MAX_DIR_BYTES, f"{case}: {size} bytes >= {MAX_DIR_BYTES}"
+    reloaded = AutoModelForCausalLM.from_pretrained(
+        d, attn_implementation="eager", dtype=torch.float32
+    ).eval()
+    with torch.no_grad():
+        rl = reloaded(tokens[None]).logits[0].float()
+    saved = torch.from_numpy(np.fromfile(os.path.join(d, "logits.f32"), dtype="<f4"))
+    saved = saved.reshape(N_TOKENS, -1)
+    err = (rl - saved).abs().max().item()
+    assert err <= 1e-6, f"{case}: reloaded logits differ by {err}"
+    print(f"[{case}] wrote {d} ({size} bytes): {files}; reload max err {err:g}")
+
+
+def main(argv):
+    torch.set_num_threads(1)  # reproducible reduction order
+    transformers.utils.logging.disable_progress_bar()
+    names = argv or list(CASES)
+    for name in names:
+        if name not in CASES:
+            raise SystemExit(f"unknown case {name}; known: {', '.join(CASES)}")
+    os.makedirs(OUT, exist_ok=True)
+    for name in names:
+        make(name, CASES[name])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,175 @@
+/*
+** test_ref_rope.h: rope's semantics, part of test_ref.c.
+**
+** Pins both pair layouts on a vector small enough to rotate by hand, the
+** identity at position 0, partial rotary, the two scalings (by comparing
+** against unscaled rotations at scaled positions, which must agree bit for
+** bit), and one rotation computed by Hugging Face transformers itself.
+*/
+
+typedef struct RopeCfg {
+    int64_t n_head, head_dim, n_rot, mode;
+    double theta;
+    int64_t scaling;
+    double factor, low, high;
+    int64_t orig;
+} RopeCfg;
+
+/* Rotate M rows of x in place at the given positions. */
+static int rope(const RopeCfg *r, float *x, int32_t *pos, int64_t M)
+{
+    Call c = call_new("rope", M);
+    set_i(&c, "n_head", r->n_head);
+    set_i(&c, "head_dim", r->head_dim);
+    set_i(&c, "n_rot", r->n_rot);
+    set_i(&c, "mode", r->mode);
+    set_f(&c, "theta", r->theta);
+    set_i(&c, "scaling", r->scaling);
+    set_f(&c, "factor", r->factor);
+    set_f(&c, "low_freq_factor", r->low);
+    set_f(&c, "high_freq_factor", r->high);
+    set_i(&c, "orig_ctx", r->orig);
+    set_act(&c, "x", x, M, r->n_head * r->head_dim);
+    set_index(&c, "positions", pos, M);
+    return run(&c);
+}
+
+/* Position 0 is the identity, in both layouts. */
+static void test_rope_position_zero(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 2; mode++) {
+        RopeCfg r = {2, 8, 8, mode, 10000, 0, 1, 1, 4, 8192};
+        float x[16], y[16];
+        int32_t pos = 0;
+        fill(x, 16, 6);
+        memcpy(y, x, sizeof y);
+        assert_int_equal(rope(&r, y, &pos, 1), RAD_OK);
+        assert_memory_equal(x, y, sizeof x);
+    }
+}
+
+/* NEOX pairs (i, i + n_rot/2); adjacent pairs (2i, 2i + 1); pair i turns by
+** pos * theta^(-2i/n_rot): at theta 10^4, head_dim 4, pos 1 the angles are
+** 1 and 0.01 rad. */
+static void test_rope_layouts(void **state)
+{
+    (void)state;
+    double c1 = cos(1.0), s1 = sin(1.0), c2 = cos(0.01), s2 = sin(0.01);
+    int32_t pos = 1;
+
+    RopeCfg neox = {1, 4, 4, RAD_ROPE_MODE_NEOX, 10000, 0, 1, 1, 4, 8192};
+    float x[4] = {1, 2, 3, 4};
+    assert_int_equal(rope(&neox, x, &pos, 1), RAD_OK);
+    assert_close(x[0], 1 * c1 - 3 * s1, 1e-6);
+    assert_close(x[2], 3 * c1 + 1 * s1, 1e-6);
+    assert_close(x[1], 2 * c2 - 4 * s2, 1e-6);
+    assert_close(x[3], 4 * c2 + 2 * s2, 1e-6);
+
+    RopeCfg adj = {1, 4, 4, RAD_ROPE_MODE_ADJACENT, 10000, 0, 1, 1, 4, 8192};
+    float y[4] = {1, 2, 3, 4};
+    assert_int_equal(rope(&adj, y, &pos, 1), RAD_OK);
+    assert_close(y[0], 1 * c1 - 2 * s1, 1e-6);
+    assert_close(y[1], 2 * c1 + 1 * s1, 1e-6);
+    assert_close(y[2], 3 * c2 - 4 * s2, 1e-6);
+    assert_close(y[3], 4 * c2 + 3 * s2, 1e-6);
+
+    neox.mode = 2;
+    assert_int_equal(rope(&neox, x, &pos, 1), RAD_E_UNSUPPORTED);
+}
+
+/* Partial rotary: dims past n_rot pass through; every head turns alike;
+** each row uses its own position. */
+static void test_rope_partial_heads(void **state)
+{
+    (void)state;
+    RopeCfg r = {2, 6, 4, RAD_ROPE_MODE_NEOX, 10000, 0, 1, 1, 4, 8192};
+    float x[2][12], orig[2][12];
+    int32_t pos[2] = {5, 9};
+    fill(x[0], 6, 7);
+    for (int i = 0; i < 6; i++) x[0][6 + i] = x[0][i]; /* head 1 = head 0 */
+    fill(x[1], 12, 8);
+    memcpy(orig, x, sizeof x);
+    assert_int_equal(rope(&r, &x[0][0], pos, 2), RAD_OK);
+    assert_memory_equal(x[0], x[0] + 6, 6 * sizeof(float));
+    for (int h = 0; h < 2; h++) {
+        assert_true(x[1][6 * h + 4] == orig[1][6 * h + 4]);
+        assert_true(x[1][6 * h + 5] == orig[1][6 * h + 5]);
+    }
+    float y[6];
+    int32_t p9 = 9;
+    memcpy(y, orig[1], sizeof y);
+    assert_int_equal(rope(&(RopeCfg){1, 6, 4, 0, 10000, 0, 1, 1, 4, 8192}, y, &p9, 1), RAD_OK);
+    assert_memory_equal(y, x[1], sizeof y);
+}
+
+/* Linear scaling by 4 at position 400 is the unscaled rotation at 100;
+** llama3 scaling keeps the high frequencies, divides the low ones by factor
+** (position 8000 scaled = 1000 unscaled there) and blends in between. */
+static void test_rope_scaling(void **state)
+{
+    (void)state;
+    enum { HD = 128 };
+    RopeCfg none = {1, HD, HD, RAD_ROPE_MODE_ADJACENT, 500000, 0, 1, 1, 4, 8192};
+    RopeCfg lin = none, l3 = none;
+    lin.scaling = RAD_ROPE_SCALING_LINEAR;
+    lin.factor = 4;
+    l3.scaling = RAD_ROPE_SCALING_LLAMA3;
+    l3.factor = 8;
+    float base[HD], a[HD], b[HD], hi[HD], lo[HD];
+    int32_t p400 = 400, p100 = 100, p8000 = 8000, p1000 = 1000;
+    for (int i = 0; i < HD; i++) base[i] = 1.0f;
+
+    memcpy(a, base, sizeof a);
+    memcpy(b, base, sizeof b);
+    assert_int_equal(rope(&lin, a, &p400, 1), RAD_OK);
+    assert_int_equal(rope(&none, b, &p100, 1), RAD_OK);
+    assert_memory_equal(a, b, sizeof a);
+
+    memcpy(a, base, sizeof a);
+    memcpy(hi, base, sizeof hi);
+    memcpy(lo, base, sizeof lo);
+    assert_int_equal(rope(&l3, a, &p8000, 1), RAD_OK);
+    assert_int_equal(rope(&none, hi, &p8000, 1), RAD_OK);
+    assert_int_equal(rope(&none, lo, &p1000, 1), RAD_OK);
+    int n_high = 0, n_low = 0, n_mid = 0;
+    for (int i = 0; i < HD / 2; i++) {
+        double wavelen = 2 * 3.14159265358979 * pow(500000.0, 2.0 * i / HD);
+        const float *pa = a + 2 * i;
+        if (wavelen < 2048 * 0.99) { /* high frequency: untouched */
+            assert_memory_equal(pa, hi + 2 * i, 2 * sizeof(float));
+            n_high++;
+        } else if (wavelen > 8192 * 1.01) { /* low frequency: divided by 8 */
+            assert_memory_equal(pa, lo + 2 * i, 2 * sizeof(float));
+            n_low++;
+        } else if (wavelen > 2048 * 1.01 && wavelen < 8192 * 0.99) {
+            assert_true(memcmp(pa, hi + 2 * i, 8) != 0 && memcmp(pa, lo + 2 * i, 8) != 0);
+            n_mid++;
+        }
+    }
+    assert_true(n_high > 0 && n_low > 0 && n_mid > 0);
+}
+
+/* Against HF transformers 5.x: LlamaRotaryEmbedding with rope_type llama3
+** (theta 5e5, factor 8, low 1, high 4, orig 8192), head_dim 16, position
+** 3000, x[d] = (d + 1)/16 - 0.5, through apply_rotary_pos_emb in float32.
+** Its eight pairs span all three llama3 bands. */
+static void test_rope_matches_hf(void **state)
+{
+    (void)state;
+    static const float hf[16] = {
+        0.413161576f,  0.382813901f, -0.248714805f, 0.220173046f,  -0.311796248f, -0.162837744f,
+        -0.0712123215f, -0.001933755f, -0.156875744f, 0.0985064507f, 0.266370893f,  -0.276629418f,
+        -0.188667998f, 0.360185891f, 0.436166614f,  0.499996275f};
+    RopeCfg r = {1, 16, 16, RAD_ROPE_MODE_NEOX, 500000, RAD_ROPE_SCALING_LLAMA3, 8, 1, 4, 8192};
+    float x[16];
+    int32_t pos = 3000;
+    for (int d = 0; d < 16; d++) x[d] = (float)(d + 1) / 16 - 0.5f;
+    assert_int_equal(rope(&r, x, &pos, 1), RAD_OK);
+    for (int d = 0; d < 16; d++) assert_close(x[d], hf[d], 1e-6);
+}
+
+#define ROPE_TESTS                                                                         \
+    cmocka_unit_test(test_rope_position_zero), cmocka_unit_test(test_rope_layouts),      \
+        cmocka_unit_test(test_rope_partial_heads), cmocka_unit_test(test_rope_scaling), \
+        cmocka_unit_test(test_rope_matches_hf)
