@@ -700,14 +700,20 @@ static int load_tensor(RadContainer *c, json_t *e, size_t index, RadContainerTen
         return file_error(RAD_E_FORMAT, path, "tensor '%.200s': offset %llu is not %d-byte "
                           "aligned: " DAMAGED, name, (unsigned long long)t->offset,
                           RAD_CONTAINER_TENSOR_ALIGN);
+    const RadEncodingInfo *info = rad_encoding_info(t->enc);
+    int64_t inner = t->rank ? t->shape[t->rank - 1] : 1;
+    if (inner % info->block_elems)
+        return file_error(RAD_E_FORMAT, path, "tensor '%.200s': its last dimension %lld is not a "
+                          "whole number of %s blocks of %d: " DAMAGED, name, (long long)inner,
+                          info->name, info->block_elems);
     int64_t want = tensor_bytes(t->enc, t->rank, t->shape);
     if (want < 0)
-        return file_error(RAD_E_FORMAT, path, "tensor '%.200s': its shape overflows or is not a "
-                          "whole number of %s blocks: " DAMAGED, name, rad_encoding_info(t->enc)->name);
+        return file_error(RAD_E_FORMAT, path, "tensor '%.200s': the product of its shape "
+                          "overflows: " DAMAGED, name);
     if ((uint64_t)want != t->size)
         return file_error(RAD_E_FORMAT, path, "tensor '%.200s': size %llu, but its shape in %s "
                           "takes %lld bytes: " DAMAGED, name, (unsigned long long)t->size,
-                          rad_encoding_info(t->enc)->name, (long long)want);
+                          info->name, (long long)want);
 
     t->name = strdup(name);
     if (!t->name) return file_error(RAD_E_NOMEM, path, "out of memory");

@@ -165,7 +165,10 @@ static int parse_tensor(const char *path, const char *name, json_t *entry, uint6
                             (unsigned long long)end, (unsigned long long)buffer_size);
     if (bits) {
         uint64_t total_bits;
-        if (__builtin_mul_overflow(numel, (uint64_t)bits, &total_bits) || total_bits % 8)
+        if (__builtin_mul_overflow(numel, (uint64_t)bits, &total_bits))
+            return tensor_error(RAD_E_FORMAT, path, name, "%llu elements of %s overflow 64 bits: "
+                                "the file is damaged or hostile", (unsigned long long)numel, dtype);
+        if (total_bits % 8)
             return tensor_error(RAD_E_FORMAT, path, name, "%llu elements of %s are not a whole "
                                 "number of bytes: the file is damaged",
                                 (unsigned long long)numel, dtype);
@@ -224,13 +227,13 @@ static int check_tiling(const char *path, Span *spans, size_t n, uint64_t buffer
                                 (unsigned long long)spans[i].begin, (unsigned long long)spans[i].end,
                                 spans[i - 1].t->name);
         if (spans[i].begin > at)
-            return rad_error_set(RAD_E_FORMAT, "%s: the tensors do not cover the data buffer: bytes "
+            return rad_error_set(RAD_E_FORMAT, "%s: the header does not cover the data buffer: bytes "
                                  "[%llu, %llu) belong to no tensor: the file is damaged", path,
                                  (unsigned long long)at, (unsigned long long)spans[i].begin);
         at = spans[i].end;
     }
     if (at != buffer_size)
-        return rad_error_set(RAD_E_FORMAT, "%s: the tensors do not cover the data buffer: bytes "
+        return rad_error_set(RAD_E_FORMAT, "%s: the header does not cover the data buffer: bytes "
                              "[%llu, %llu) at its end belong to no tensor: the file is damaged",
                              path, (unsigned long long)at, (unsigned long long)buffer_size);
     return 0;

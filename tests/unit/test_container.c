@@ -557,12 +557,12 @@ static void test_bad_headers(void **state)
          "run past the end"},
         /* a shape whose product overflows */
         {T("{\"name\":\"w\",\"enc\":\"f32\",\"shape\":[4294967296,4294967296,4],\"offset\":0,\"size\":64,\"group\":-1}"),
-         "tensor 'w': its shape overflows"},
+         "tensor 'w': the product of its shape overflows"},
         /* size disagrees with the shape */
         {T("{\"name\":\"w\",\"enc\":\"f32\",\"shape\":[4],\"offset\":0,\"size\":20,\"group\":-1}"),
          "tensor 'w': size 20, but its shape in f32 takes 16 bytes"},
         {T("{\"name\":\"w\",\"enc\":\"q8_0\",\"shape\":[2,31],\"offset\":0,\"size\":68,\"group\":-1}"),
-         "not a whole number of q8_0 blocks"},
+         "its last dimension 31 is not a whole number of q8_0 blocks of 32"},
         /* unknown encoding, rank over 4, negative dimension, bad group */
         {T("{\"name\":\"w\",\"enc\":\"q9_9\",\"shape\":[4],\"offset\":0,\"size\":16,\"group\":-1}"),
          "tensor 'w': encoding 'q9_9' is unknown"},
@@ -616,7 +616,13 @@ static void test_bad_headers(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_raw(path, cases[i].header, 8192);
         expect_refused(path, RAD_E_FORMAT, cases[i].needle);
+        if (getenv("RAD_TEST_VERBOSE")) printf("    %s\n", rad_error_message());
     }
+    /* a group split into two runs */
+    write_raw(path, T("{\"name\":\"a\",\"enc\":\"f32\",\"shape\":[4],\"offset\":0,\"size\":16,\"group\":3},"
+                      "{\"name\":\"b\",\"enc\":\"f32\",\"shape\":[4],\"offset\":4096,\"size\":16,\"group\":4},"
+                      "{\"name\":\"e\",\"enc\":\"f32\",\"shape\":[4],\"offset\":8192,\"size\":16,\"group\":3}"), 12288);
+    expect_refused(path, RAD_E_FORMAT, "tensor 'e': group 3 is split into several runs");
     /* and the same raw writer accepts a correct header */
     write_raw(path, T("{\"name\":\"w\",\"enc\":\"f32\",\"shape\":[4],\"offset\":0,\"size\":16,\"group\":3},"
                       "{\"name\":\"v\",\"enc\":\"f32\",\"shape\":[4],\"offset\":4096,\"size\":16,\"group\":-1}"), 8192);
