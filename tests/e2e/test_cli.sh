@@ -42,4 +42,13 @@ $R info --graph "$WORK/qwen3.rad" >"$WORK/graph" && grep -q "qk_norm" "$WORK/gra
     || not_ok "info --graph: $(head -5 "$WORK/graph")"
 $R run -m "$WORK/llama.rad" --tokens 1,2 -n 1 --debug-graph 2>&1 >/dev/null | grep -q "gemm_nt" && ok "--debug-graph" || not_ok "--debug-graph"
 
+# Every flag a command's --help names is documented in the man page.
+missing=""
+for cmd in run convert info; do
+    for flag in $($R $cmd --help | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u); do
+        grep -q -- "$(echo "$flag" | sed 's/-/\\\\-/g')" "$RADIANCE_SRC/man/radiance.1" || missing="$missing $cmd:$flag"
+    done
+done
+[ -z "$missing" ] && ok "every --help flag is in radiance(1)" || not_ok "flags missing from radiance(1):$missing"
+
 finish
