@@ -22,6 +22,7 @@ WARN     = -Wall -Wextra -Wno-missing-field-initializers
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Ibase -fPIC $(WARN) $(CFLAGS) $(SAN)
 LDLIBS   = -ljansson -ldl -lm
 TESTLIBS = -lcmocka $(LDLIBS)
+TEST_INC = -Iformats -Iengine -Ikernels/ref
 
 CORE_SRC := $(wildcard base/*.c formats/*.c engine/*.c)
 APP_SRC  := $(wildcard app/*.c)
@@ -69,7 +70,7 @@ $(KERN_SO): $(REF_SRC) $(HEADERS)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libradcore.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(TESTLIBS)
+	$(CC) $(ALL_CFLAGS) $(TEST_INC) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(TESTLIBS)
 
 $(BUILD)/tests/ops/%: tests/ops/%.c $(REF_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -99,6 +100,37 @@ e2e-test: all
 
 test: unit-test ops-test arch-test golden-test e2e-test
 	@echo "all test suites passed"
+
+# ------------------------------------------- unit-test plugin fixtures
+# Deliberately broken plugins for tests/unit/test_plugin.c, built from
+# tests/unit/plugins/*.c.  Each refusal case is its own plugin folder,
+# $(BUILD)/tests/unit/plugins/<case>/{arch,kernels}/*.so, which the test
+# finds through RADIANCE_HOME.  This block only adds rules and prerequisites;
+# unit-test itself is defined above.
+TP_DIR := $(BUILD)/tests/unit/plugins
+TEST_PLUGINS := $(TP_DIR)/arch_bad_abi/arch/bad_abi.so \
+    $(TP_DIR)/arch_no_step/arch/no_step.so \
+    $(TP_DIR)/arch_duplicate/arch/dup_a.so $(TP_DIR)/arch_duplicate/arch/dup_b.so \
+    $(TP_DIR)/kernels_bad_abi/kernels/bad_abi.so \
+    $(TP_DIR)/kernels_no_export/kernels/no_export.so
+
+$(TP_DIR)/arch_bad_abi/arch/bad_abi.so: tests/unit/plugins/arch_bad_abi.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+$(TP_DIR)/arch_no_step/arch/no_step.so: tests/unit/plugins/arch_no_step.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+$(TP_DIR)/arch_duplicate/arch/dup_%.so: tests/unit/plugins/arch_duplicate.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -DDUP_NS=dup_$* -o $@ $<
+$(TP_DIR)/kernels_bad_abi/kernels/bad_abi.so: tests/unit/plugins/kernels_bad_abi.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+$(TP_DIR)/kernels_no_export/kernels/no_export.so: tests/unit/plugins/kernels_no_export.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+
+unit-test: $(TEST_PLUGINS)
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test

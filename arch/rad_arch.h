@@ -12,6 +12,7 @@
 **   rad_arch_hf_names      optional: the Hugging Face architectures it serves
 **   rad_arch_probe         optional: what deployment switches it honours
 **   rad_arch_chat_format   optional: role markers, stops, reasoning markup
+**   rad_arch_release       optional: free what declare kept, before unload
 **
 ** What a plugin may call is in rad_core.h.  Structs that cross the boundary
 ** carry struct_size and grow only at their end.
@@ -67,6 +68,7 @@ typedef void (*RadArchStepFn)(RadCtx *c, const RadBatch *batch);
 typedef const char *const *(*RadArchHfNamesFn)(void);
 typedef int (*RadArchProbeFn)(const RadModelMeta *meta, RadArchProbe *out);
 typedef const RadChatFormat *(*RadArchChatFormatFn)(const RadModelMeta *meta);
+typedef void (*RadArchReleaseFn)(void);
 
 /* Emits the export block.  Use once, at the bottom of the plugin source:
 **   RAD_ARCH_PLUGIN(llama, "llama", RAD_QUANT, "1.0", "Llama, Qwen2, Qwen3, Mistral")

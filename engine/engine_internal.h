@@ -33,6 +33,7 @@ typedef struct RadArchPlugin {
     RadArchHfNamesFn hf_names;          /* optional */
     RadArchProbeFn probe;               /* optional */
     RadArchChatFormatFn chat_format;    /* optional */
+    RadArchReleaseFn release;           /* optional */
 } RadArchPlugin;
 
 typedef struct RadKernelLib {

@@ -109,6 +109,7 @@ static int load_arch(const char *path, RadArchPlugin *p)
     p->hf_names = (RadArchHfNamesFn)dlsym(h, "rad_arch_hf_names");
     p->probe = (RadArchProbeFn)dlsym(h, "rad_arch_probe");
     p->chat_format = (RadArchChatFormatFn)dlsym(h, "rad_arch_chat_format");
+    p->release = (RadArchReleaseFn)dlsym(h, "rad_arch_release");
     p->handle = h;
     p->path = strdup(path);
     return p->path ? RAD_OK : RAD_E_NOMEM;
@@ -186,6 +187,7 @@ int rad_plugins_load(const char *dir, RadPluginSet *set)
 void rad_plugins_free(RadPluginSet *set)
 {
     for (int i = 0; i < set->n_arch; i++) {
+        if (set->arch[i].release) set->arch[i].release();
         dlclose(set->arch[i].handle);
         free(set->arch[i].path);
     }

@@ -273,6 +273,12 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
     return RAD_OK;
 }
 
+void rad_arch_release(void)
+{
+    free(model.layers);
+    memset(&model, 0, sizeof model);
+}
+
 /* ------------------------------------------------------------- stepping */
 
 void rad_arch_step(RadCtx *c, const RadBatch *batch)

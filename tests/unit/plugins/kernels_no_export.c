@@ -1,0 +1,12 @@
+/*
+** kernels_no_export.c: a shared object in the kernels folder that does not
+** export rad_kernel_library (the table is there under another name), so
+** test_plugin.c can check the refusal names the file and the symbol.
+*/
+#include "../../../kernels/rad_kernel.h"
+
+const RadKernelLibrary rad_kernel_library_v2 = {
+    .abi_version = RAD_KERNEL_ABI_VERSION,
+    .name = "misnamed",
+    .description = "exports its table under the wrong symbol",
+};

@@ -1,0 +1,268 @@
+/*
+** test_quantize.c: the converter's encoders (formats/quantize.c): rounding
+** of f16 and bf16, q8_0 bytes, and q8_0's round-trip error.
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quantize.h"
+#include "rad_half.h"
+
+/* f32 -> 16-bit through rad_convert_row, one element. */
+static uint16_t narrow_one(int enc, uint32_t f32_bits)
+{
+    float x = rad_bits_to_f32(f32_bits);
+    uint16_t h = 0xdead;
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, &x, enc, &h, 1), 0);
+    return h;
+}
+
+/* 16-bit -> other encoding through rad_convert_row, one element. */
+static uint16_t convert16(int enc_in, uint16_t h, int enc_out)
+{
+    uint16_t out = 0xdead;
+    assert_int_equal(rad_convert_row(enc_in, &h, enc_out, &out, 1), 0);
+    return out;
+}
+
+/* f32 -> bf16 rounds to nearest, ties to even; NaN stays NaN; overflow goes to inf. */
+static void test_bf16_rounding(void **state)
+{
+    (void)state;
+    assert_int_equal(narrow_one(RAD_ENC_BF16, 0x3f800000), 0x3f80);   /* 1.0 exact */
+    assert_int_equal(narrow_one(RAD_ENC_BF16, 0x3f808000), 0x3f80);   /* 1 + 2^-8: tie, to even (down) */
+    assert_int_equal(narrow_one(RAD_ENC_BF16, 0x3f818000), 0x3f82);   /* 1 + 3*2^-8: tie, to even (up) */
+    assert_int_equal(narrow_one(RAD_ENC_BF16, 0x3f808001), 0x3f81);   /* just above the tie */
+    assert_int_equal(narrow_one(RAD_ENC_BF16, 0x3f807fff), 0x3f80);   /* just below the tie */
+    assert_int_equal(narrow_one(RAD_ENC_BF16, 0xbf808000), 0xbf80);   /* sign does not matter */
+    assert_int_equal(narrow_one(RAD_ENC_BF16, 0x7f7fffff), 0x7f80);   /* FLT_MAX rounds to inf */
+    assert_int_equal(narrow_one(RAD_ENC_BF16, 0xff800000), 0xff80);   /* -inf */
+    uint16_t nan = narrow_one(RAD_ENC_BF16, 0x7f800001);              /* signalling NaN */
+    assert_int_equal(nan & 0x7f80, 0x7f80);
+    assert_true((nan & 0x007f) != 0);
+    /* bf16 -> f32 is exact */
+    float f;
+    uint16_t h = 0x3f81;
+    assert_int_equal(rad_convert_row(RAD_ENC_BF16, &h, RAD_ENC_F32, &f, 1), 0);
+    assert_true(f == 1.0f + 1.0f / 128);
+}
+
+/* f32 -> f16 rounds to nearest, ties to even, through normals, subnormals and overflow. */
+static void test_f16_rounding(void **state)
+{
+    (void)state;
+    assert_int_equal(narrow_one(RAD_ENC_F16, 0x3f800000), 0x3c00);   /* 1.0 */
+    assert_int_equal(narrow_one(RAD_ENC_F16, 0x3f801000), 0x3c00);   /* 1 + 2^-11: tie, to even (down) */
+    assert_int_equal(narrow_one(RAD_ENC_F16, 0x3f803000), 0x3c02);   /* 1 + 3*2^-11: tie, to even (up) */
+    assert_int_equal(narrow_one(RAD_ENC_F16, 0x3f801001), 0x3c01);   /* just above the tie */
+    assert_int_equal(narrow_one(RAD_ENC_F16, rad_f32_to_bits(65504.0f)), 0x7bff);
+    assert_int_equal(narrow_one(RAD_ENC_F16, rad_f32_to_bits(65519.0f)), 0x7bff);
+    assert_int_equal(narrow_one(RAD_ENC_F16, rad_f32_to_bits(65520.0f)), 0x7c00);   /* tie past max: inf */
+    assert_int_equal(narrow_one(RAD_ENC_F16, rad_f32_to_bits(-1e10f)), 0xfc00);
+    /* subnormals: 2^-24 is the smallest */
+    assert_int_equal(narrow_one(RAD_ENC_F16, rad_f32_to_bits(0x1p-24f)), 0x0001);
+    assert_int_equal(narrow_one(RAD_ENC_F16, rad_f32_to_bits(0x1p-25f)), 0x0000);   /* tie, to even (0) */
+    assert_int_equal(narrow_one(RAD_ENC_F16, rad_f32_to_bits(0x3p-25f)), 0x0002);   /* tie, to even (2) */
+    assert_int_equal(narrow_one(RAD_ENC_F16, rad_f32_to_bits(-0x1p-26f)), 0x8000);  /* to -0 */
+    assert_int_equal(narrow_one(RAD_ENC_F16, 0x7fc00000) & 0x7e00, 0x7e00);         /* NaN */
+    /* f16 -> f32 is exact */
+    float f;
+    uint16_t h = 0x0001;
+    assert_int_equal(rad_convert_row(RAD_ENC_F16, &h, RAD_ENC_F32, &f, 1), 0);
+    assert_true(f == 0x1p-24f);
+}
+
+/* Conversions between the 16-bit formats go through f32 and round once. */
+static void test_16bit_cross(void **state)
+{
+    (void)state;
+    assert_int_equal(convert16(RAD_ENC_BF16, 0x3f81, RAD_ENC_F16), 0x3c08);   /* 1 + 2^-7, exact */
+    assert_int_equal(convert16(RAD_ENC_F16, 0x3c01, RAD_ENC_BF16), 0x3f80);   /* 1 + 2^-10 -> 1.0 */
+    assert_int_equal(convert16(RAD_ENC_F16, 0x3c03, RAD_ENC_BF16), 0x3f80);   /* 1 + 3*2^-10 -> 1.0 */
+    assert_int_equal(convert16(RAD_ENC_F16, 0x3c04, RAD_ENC_BF16), 0x3f80);   /* 1 + 2^-8: tie, even */
+    assert_int_equal(convert16(RAD_ENC_F16, 0x3c0c, RAD_ENC_BF16), 0x3f82);   /* 1 + 3*2^-8: tie, even */
+    assert_int_equal(convert16(RAD_ENC_BF16, 0x4780, RAD_ENC_F16), 0x7c00);   /* 65536 -> inf */
+    /* the same encoding in and out copies bytes, NaN payloads included */
+    assert_int_equal(convert16(RAD_ENC_BF16, 0x7fc1, RAD_ENC_BF16), 0x7fc1);
+    assert_int_equal(convert16(RAD_ENC_F16, 0x7e01, RAD_ENC_F16), 0x7e01);
+
+    /* a long row crosses the internal chunk boundary */
+    enum { N = 1000 };
+    float src[N], back[N];
+    uint16_t mid[N];
+    for (int i = 0; i < N; i++) src[i] = (float)(i - 500) * 0.25f;   /* exact in f16 */
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, src, RAD_ENC_F16, mid, N), 0);
+    assert_int_equal(rad_convert_row(RAD_ENC_F16, mid, RAD_ENC_F32, back, N), 0);
+    assert_memory_equal(src, back, sizeof src);
+}
+
+/* A q8_0 block of known values gives exactly these bytes: f16 d, then
+** round-half-away-from-zero codes. */
+static void test_q8_0_known_bytes(void **state)
+{
+    (void)state;
+    float x[96] = {0};
+    /* block 0: amax 127 -> d = 1.0 exactly */
+    const float b0[12] = {127, -127, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 2.49f, 100.7f, -64.2f, 0};
+    memcpy(x, b0, sizeof b0);
+    for (int i = 12; i < 32; i++) x[i] = (float)(i - 20);
+    /* block 1: all zero -> d = 0, codes 0 */
+    /* block 2: amax 63.5 -> d = 0.5, 1/d = 2 */
+    x[64] = 63.5f;
+    x[65] = -0.25f;
+    x[66] = 0.75f;
+    x[67] = 10.0f;
+    x[68] = -63.5f;
+
+    static const uint8_t want[102] = {
+        0x00, 0x3c,                                                   /* d = 1.0 */
+        0x7f, 0x81, 0x01, 0xff, 0x02, 0xfe, 0x03, 0xfd,               /* 127 -127 1 -1 2 -2 3 -3 */
+        0x02, 0x65, 0xc0, 0x00,                                       /* 2 101 -64 0 */
+        0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff,               /* -8 .. -1 */
+        0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,               /* 0 .. 7 */
+        0x08, 0x09, 0x0a, 0x0b,                                       /* 8 .. 11 */
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,         /* block 1 */
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0x00, 0x38,                                                   /* d = 0.5 */
+        0x7f, 0xff, 0x02, 0x14, 0x81, 0, 0, 0,                        /* 127 -1 2 20 -127 */
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    };
+    uint8_t got[102];
+    memset(got, 0xaa, sizeof got);
+    assert_int_equal(rad_quantize_row_q8_0(x, got, 96), 0);
+    assert_memory_equal(got, want, sizeof want);
+
+    /* rad_convert_row from f32 gives the same bytes */
+    memset(got, 0xaa, sizeof got);
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_Q8_0, got, 96), 0);
+    assert_memory_equal(got, want, sizeof want);
+}
+
+/* f16 and bf16 sources quantize exactly as their f32 values do. */
+static void test_q8_0_from_16bit(void **state)
+{
+    (void)state;
+    enum { N = 320 };   /* more than one internal chunk */
+    float x[N];
+    uint16_t h[N], b[N];
+    for (int i = 0; i < N; i++) {
+        h[i] = rad_f32_to_f16(sinf((float)i) * 3.0f);
+        b[i] = rad_f32_to_bf16(cosf((float)i) * 5.0f);
+    }
+    uint8_t want[N / 32 * 34], got[N / 32 * 34];
+    for (int i = 0; i < N; i++) x[i] = rad_f16_to_f32(h[i]);
+    assert_int_equal(rad_quantize_row_q8_0(x, want, N), 0);
+    assert_int_equal(rad_convert_row(RAD_ENC_F16, h, RAD_ENC_Q8_0, got, N), 0);
+    assert_memory_equal(got, want, sizeof want);
+    for (int i = 0; i < N; i++) x[i] = rad_bf16_to_f32(b[i]);
+    assert_int_equal(rad_quantize_row_q8_0(x, want, N), 0);
+    assert_int_equal(rad_convert_row(RAD_ENC_BF16, b, RAD_ENC_Q8_0, got, N), 0);
+    assert_memory_equal(got, want, sizeof want);
+}
+
+/* q8_0's round-trip error on ggml's test data 0.1 + 2cos(i) is within 0.002
+** by llama.cpp's metric sqrt(sum d^2) / n (test-quantize-fns). */
+static void test_q8_0_round_trip_error(void **state)
+{
+    (void)state;
+    enum { N = 32 * 128 };
+    float *x = malloc(N * sizeof *x);
+    uint8_t *q = malloc(N / 32 * 34);
+    for (int i = 0; i < N; i++) x[i] = 0.1f + 2.0f * cosf((float)i);
+    assert_int_equal(rad_quantize_row_q8_0(x, q, N), 0);
+    double sum = 0, worst = 0;
+    for (int b = 0; b < N / 32; b++) {
+        uint16_t dh;
+        memcpy(&dh, q + 34 * b, 2);
+        float d = rad_f16_to_f32(dh);
+        for (int j = 0; j < 32; j++) {
+            float y = d * (float)(int8_t)q[34 * b + 2 + j];
+            double e = (double)x[32 * b + j] - y;
+            sum += e * e;
+            if (fabs(e) > worst) worst = fabs(e);
+        }
+    }
+    double err = sqrt(sum) / N;
+    assert_true(err < 0.002);
+    assert_true(worst < 2.1 / 127);   /* about half a step, plus the scale's f16 rounding */
+    free(x);
+    free(q);
+}
+
+/* Tiny scales (subnormal amax) and extreme values never overflow a code. */
+static void test_q8_0_extremes(void **state)
+{
+    (void)state;
+    float x[32] = {0};
+    uint8_t q[34];
+    x[0] = 1e-40f;   /* d = amax/127 is subnormal and 1/d overflows to inf */
+    x[1] = -1e-40f;
+    assert_int_equal(rad_quantize_row_q8_0(x, q, 32), 0);
+    assert_int_equal((int8_t)q[2], 127);
+    assert_int_equal((int8_t)q[3], -127);
+    assert_int_equal(q[4], 0);   /* 0 * inf is not a code */
+    x[0] = 3.0e38f;
+    x[1] = -3.0e38f;
+    assert_int_equal(rad_quantize_row_q8_0(x, q, 32), 0);
+    assert_int_equal((int8_t)q[2], 127);
+    assert_int_equal((int8_t)q[3], -127);
+    uint16_t dh;
+    memcpy(&dh, q, 2);
+    assert_int_equal(dh, 0x7c00);   /* the scale itself overflows f16: as ggml does */
+}
+
+/* Unsupported pairs, partial blocks, NULL buffers and non-finite input are refused. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    float x[64] = {0};
+    uint8_t out[256];
+    assert_int_equal(rad_convert_row(RAD_ENC_I32, x, RAD_ENC_F32, out, 4), RAD_E_UNSUPPORTED);
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_Q4_0, out, 32), RAD_E_UNSUPPORTED);
+    assert_int_equal(rad_convert_row(RAD_ENC_Q8_0, x, RAD_ENC_F32, out, 32), RAD_E_UNSUPPORTED);
+    assert_int_equal(rad_convert_row(999, x, RAD_ENC_F32, out, 32), RAD_E_UNSUPPORTED);
+    assert_non_null(strstr(rad_error_message(), "is not a conversion radiance makes"));
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_Q8_0, out, 31), RAD_E_ARG);
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_F16, out, -1), RAD_E_ARG);
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, NULL, RAD_ENC_F16, out, 1), RAD_E_ARG);
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, NULL, RAD_ENC_F16, NULL, 0), 0);
+    assert_int_equal(rad_quantize_row_q8_0(x, out, 33), RAD_E_ARG);
+    assert_int_equal(rad_quantize_row_q8_0(x, NULL, 32), RAD_E_ARG);
+    x[40] = NAN;
+    assert_int_equal(rad_quantize_row_q8_0(x, out, 64), RAD_E_ARG);
+    assert_non_null(strstr(rad_error_message(), "element 40 is NaN"));
+    x[40] = -INFINITY;
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_Q8_0, out, 64), RAD_E_ARG);
+    assert_non_null(strstr(rad_error_message(), "element 40 is infinite"));
+    /* the index is the row's, also when the row is converted in chunks */
+    uint16_t h[320] = {0};
+    h[300] = 0x7c00;
+    assert_int_equal(rad_convert_row(RAD_ENC_F16, h, RAD_ENC_Q8_0, out, 0), 0);
+    uint8_t big[320 / 32 * 34];
+    assert_int_equal(rad_convert_row(RAD_ENC_F16, h, RAD_ENC_Q8_0, big, 320), RAD_E_ARG);
+    assert_non_null(strstr(rad_error_message(), "element 300 is infinite"));
+    /* non-finite values are fine for the float formats */
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_BF16, out, 64), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bf16_rounding),
+        cmocka_unit_test(test_f16_rounding),
+        cmocka_unit_test(test_16bit_cross),
+        cmocka_unit_test(test_q8_0_known_bytes),
+        cmocka_unit_test(test_q8_0_from_16bit),
+        cmocka_unit_test(test_q8_0_round_trip_error),
+        cmocka_unit_test(test_q8_0_extremes),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
