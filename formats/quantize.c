@@ -93,6 +93,10 @@ static int quantize_q8_0(const float *src, void *dst, int64_t n, int64_t first)
         float d = amax / 127.0f;
         float id = d != 0.0f ? 1.0f / d : 0.0f;
         uint16_t dh = rad_f32_to_f16(d);
+        if ((dh & 0x7fffu) == 0x7c00u)
+            return rad_error_set(RAD_E_ARG, "q8_0: the block at element %lld reaches %g, past "
+                                 "what an f16 scale can carry (about 8.3e6): keep this tensor "
+                                 "in f32 or bf16", (long long)(first + b * Q8_0_BLOCK), (double)amax);
         uint8_t *blk = out + b * Q8_0_BYTES;
         memcpy(blk, &dh, 2);
         for (int j = 0; j < Q8_0_BLOCK; j++) {

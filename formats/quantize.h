@@ -23,7 +23,7 @@ extern "C" {
 ** encoding in and out copies the bytes unchanged.
 ** Returns 0, RAD_E_UNSUPPORTED (a pair not listed above) or RAD_E_ARG
 ** (n < 0, n not a whole number of blocks, NULL pointers with n > 0, or
-** for q8_0 a NaN or infinite input value). */
+** for q8_0 a value rad_quantize_row_q8_0 refuses). */
 int rad_convert_row(int enc_in, const void *src, int enc_out, void *dst, int64_t n);
 
 /* Quantize `n` floats (a multiple of 32) to q8_0, GGUF's layout: each block
@@ -34,7 +34,10 @@ int rad_convert_row(int enc_in, const void *src, int enc_out, void *dst, int64_t
 ** This is ggml's reference quantizer step for step, so a row quantized here
 ** is byte-identical to the same f32 row quantized by llama.cpp.
 ** Returns 0 or RAD_E_ARG (n < 0, n % 32 != 0, NULL pointers with n > 0,
-** a NaN or infinite input value: the message gives its index). */
+** a NaN or infinite input value, or a block whose scale overflows f16,
+** i.e. max |x| beyond about 65504 * 127: the message gives the index).
+** Those last two are where we part from ggml, which writes the block anyway
+** with an inf or NaN scale. */
 int rad_quantize_row_q8_0(const float *src, void *dst, int64_t n);
 
 #ifdef __cplusplus

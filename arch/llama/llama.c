@@ -66,7 +66,7 @@ const char *const *rad_arch_hf_names(void) { return hf_names; }
 int rad_arch_probe(const RadModelMeta *meta, RadArchProbe *out)
 {
     (void)meta;
-    out->shape_probe_ok = 1;
+    out->shape_probe_ok = 0;    /* declare rebuilds the plugin's one model */
     out->kv_f32_ok = 1;
     return RAD_OK;
 }
@@ -149,6 +149,18 @@ static int rope_config(RadBuilder *b, const RadModelMeta *meta, RadRopeConfig *r
     return rad_decl_fail(b, "RoPE scaling '%s' is not served by the llama plugin (default, linear, llama3 are)", type);
 }
 
+/* Whether layer l attends through a sliding window (given one is set). */
+static int layer_is_sliding(const RadModelMeta *meta, const char *hf, int l)
+{
+    char key[48];
+    snprintf(key, sizeof key, "layer_types.%d", l);
+    const char *type = rad_meta_gets(meta, key, NULL);
+    if (type) return strcmp(type, "sliding_attention") == 0;
+    if (strcmp(hf, "Qwen2ForCausalLM") == 0)
+        return l >= rad_meta_geti(meta, "max_window_layers", 0);
+    return 1;
+}
+
 int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx)
 {
     const char *hf = meta->hf_arch ? meta->hf_arch : "";
@@ -170,19 +182,16 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
 
     int qk_norm = strcmp(hf, "Qwen3ForCausalLM") == 0;
     int tied = (int)rad_meta_geti(meta, "tie_word_embeddings", 0);
+    /* Sliding windows: Mistral on every layer when configured; Qwen2 only
+    ** with use_sliding_window, on the layers layer_types (or, in older
+    ** configs, max_window_layers) marks. */
     int window = 0;
-    if (strcmp(hf, "MistralForCausalLM") == 0 || strcmp(hf, "Qwen2ForCausalLM") == 0) {
-        /* Qwen2 keeps a sliding_window key it only uses with use_sliding_window. */
-        int use = strcmp(hf, "MistralForCausalLM") == 0 || rad_meta_geti(meta, "use_sliding_window", 0);
-        window = use ? (int)rad_meta_geti(meta, "sliding_window", 0) : 0;
-        if (window > 0 && window < ctx->max_ctx)
-            rad_note(b, "sliding window of %d positions on every layer", window);
-        else
-            window = 0;
-    }
+    if (strcmp(hf, "MistralForCausalLM") == 0 ||
+        (strcmp(hf, "Qwen2ForCausalLM") == 0 && rad_meta_geti(meta, "use_sliding_window", 0)))
+        window = (int)rad_meta_geti(meta, "sliding_window", 0);
+    if (window >= ctx->max_ctx) window = 0;     /* never reached: plain causal */
     RadRopeConfig rope;
-    int rc = rope_config(b, meta, &rope);
-    if (rc) return rc;
+    int failed = rope_config(b, meta, &rope);  /* recorded; declare goes on */
 
     /* Buffers, shared by every layer. */
     const int T = ctx->max_tok, QW = H * D, KW = HKV * D, F = meta->n_ff;
@@ -207,9 +216,9 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
     model.mlp_io = (RadMlpBuffers){.h = model.h, .gate = model.gate, .up = model.up, .act = model.act,
                                    .out = model.delta};
 
-    RadKvGroupDecl kv_decl = {.kind = window ? RAD_KV_WINDOW : RAD_KV_FULL, .n_head_kv = HKV,
-                              .head_dim = D, .window = window};
-    rad_kv kv = rad_decl_kv_group(b, "kv", &kv_decl);
+    RadKvGroupDecl full_decl = {.kind = RAD_KV_FULL, .n_head_kv = HKV, .head_dim = D};
+    RadKvGroupDecl window_decl = {.kind = RAD_KV_WINDOW, .n_head_kv = HKV, .head_dim = D, .window = window};
+    rad_kv kv_full = -1, kv_window = -1;
 
     /* The embedding, then the layers, then the head: declaration order is
     ** issue order. */
@@ -231,10 +240,18 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
                                                 RAD_ENC_F32, 1, E, 0, RAD_ACCESS_PER_TOKEN, l, 0);
         declare_residual_norm(b, &layer->attn_norm, attn_norm, l == 0, E);
 
+        int layer_window = window > 0 && layer_is_sliding(meta, hf, l) ? window : 0;
+        rad_kv kv = layer_window ? kv_window : kv_full;
+        if (kv < 0) {
+            kv = layer_window ? rad_decl_kv_group(b, "kv_window", &window_decl)
+                              : rad_decl_kv_group(b, "kv", &full_decl);
+            if (layer_window) kv_window = kv; else kv_full = kv;
+            if (layer_window) rad_note(b, "sliding window of %d positions", window);
+        }
         RadAttnConfig ac = {
             .layer = l, .n_embd = E, .n_head = H, .n_head_kv = HKV, .head_dim = D, .weight_enc = enc,
             .qk_norm = qk_norm, .norm_eps = meta->rms_eps, .norm_offset = 0.0, .scale = 1.0 / sqrt((double)D),
-            .softcap = 0.0, .window = window, .rope = rope,
+            .softcap = 0.0, .window = layer_window, .rope = rope,
             .hf_prefix = rad_fmt(prefix, "model.layers.%d.self_attn", l), .max_tok = T,
         };
         rad_attn_declare(&layer->attn, b, &ac, &model.attn_io);
@@ -270,7 +287,7 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
                              RAD_WEIGHTS(model.output));
     rad_op_reads(b, model.op_logits, RAD_BUFS(model.sel));
     rad_op_writes(b, model.op_logits, RAD_BUFS(model.logits));
-    return RAD_OK;
+    return failed;
 }
 
 void rad_arch_release(void)

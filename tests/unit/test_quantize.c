@@ -208,14 +208,19 @@ static void test_q8_0_extremes(void **state)
     assert_int_equal((int8_t)q[2], 127);
     assert_int_equal((int8_t)q[3], -127);
     assert_int_equal(q[4], 0);   /* 0 * inf is not a code */
-    x[0] = 3.0e38f;
-    x[1] = -3.0e38f;
+    /* the largest block whose scale still fits f16 ... */
+    x[0] = 65504.0f * 127.0f;
+    x[1] = -x[0];
     assert_int_equal(rad_quantize_row_q8_0(x, q, 32), 0);
     assert_int_equal((int8_t)q[2], 127);
     assert_int_equal((int8_t)q[3], -127);
     uint16_t dh;
     memcpy(&dh, q, 2);
-    assert_int_equal(dh, 0x7c00);   /* the scale itself overflows f16: as ggml does */
+    assert_int_equal(dh, 0x7bff);
+    /* ... and one past it, refused rather than written with an inf scale */
+    x[32 - 1] = 3.0e38f;
+    assert_int_equal(rad_quantize_row_q8_0(x, q, 32), RAD_E_ARG);
+    assert_non_null(strstr(rad_error_message(), "past what an f16 scale can carry"));
 }
 
 /* Unsupported pairs, partial blocks, NULL buffers and non-finite input are refused. */

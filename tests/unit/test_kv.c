@@ -1,0 +1,447 @@
+/*
+** test_kv.c: the paged KV cache (engine/kv.c).
+**
+** The fixture declares what a plugin would, through the builder in CONVERT
+** mode (no kernel selection): a FULL group and a sliding-window group of 32
+** positions, three layers bound to them, blocks of 16 positions.  The tests
+** pin how blocks are lent and given back as sequences grow, commit and end;
+** the refusals (past the context, out of blocks, out of sequences); and the
+** block tables, against the slot formula of RadKvView in rad_kernel.h.
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../engine/engine_internal.h"
+
+/* ---------------------------------------------------------------- fixture */
+
+enum { BS = 16, WINDOW = 32, MAX_SEQS = 2, MAX_CTX = 128, MAX_TOK = 16, MAX_BLOCKS = MAX_CTX / BS };
+enum { G_FULL = 0, G_SWA = 1 };
+
+typedef struct Fixture {
+    RadModelMeta meta;
+    RadBuilder b;
+    RadKvPool p;
+} Fixture;
+
+/* Groups full (2 heads x 4) and swa (2 x 4, window 32); layers 0 and 2 on
+** full, layer 1 on swa. */
+static void declare(Fixture *f, int mode, int block_size)
+{
+    memset(f, 0, sizeof *f);
+    f->meta.struct_size = sizeof f->meta;
+    f->meta.n_layers = 3;
+    rad_builder_init(&f->b, mode, &f->meta, NULL);
+    const RadKvGroupDecl full = {.kind = RAD_KV_FULL, .n_head_kv = 2, .head_dim = 4};
+    const RadKvGroupDecl swa = {.kind = RAD_KV_WINDOW, .n_head_kv = 2, .head_dim = 4, .window = WINDOW};
+    assert_int_equal(rad_decl_kv_group(&f->b, "full", &full), G_FULL);
+    assert_int_equal(rad_decl_kv_group(&f->b, "swa", &swa), G_SWA);
+    assert_int_equal(rad_bind_layer_kv(&f->b, 0, G_FULL), RAD_OK);
+    assert_int_equal(rad_bind_layer_kv(&f->b, 1, G_SWA), RAD_OK);
+    assert_int_equal(rad_bind_layer_kv(&f->b, 2, G_FULL), RAD_OK);
+    assert_int_equal(f->b.n_problems, 0);
+    f->b.kv_block_size = block_size;
+}
+
+static int setup(void **state)
+{
+    Fixture *f = malloc(sizeof *f);
+    if (!f) return -1;
+    declare(f, RAD_BUILD_CONVERT, BS);
+    *state = f;
+    return rad_kv_pool_init(&f->p, &f->b, MAX_SEQS, MAX_CTX, MAX_TOK, RAD_ENC_F16);
+}
+
+static int teardown(void **state)
+{
+    Fixture *f = *state;
+    rad_kv_pool_free(&f->p);
+    rad_builder_free(&f->b);
+    free(f);
+    return 0;
+}
+
+static int32_t entry(const RadKvPool *p, int seq, int g, int blk) { return p->seqs[seq].table[g][blk]; }
+
+static int mapped_blocks(const RadKvPool *p, int seq, int g)
+{
+    int n = 0;
+    for (int i = 0; i < p->max_blocks; i++) n += entry(p, seq, g, i) >= 0;
+    return n;
+}
+
+static int new_seq(RadKvPool *p)
+{
+    int seq = -1;
+    assert_int_equal(rad_kv_seq_new(p, &seq), RAD_OK);
+    assert_in_range(seq, 0, p->max_seqs - 1);
+    return seq;
+}
+
+/* Reserve, then commit: one step that grows seq to new_len. */
+static void grow(RadKvPool *p, int seq, int new_len)
+{
+    assert_int_equal(rad_kv_reserve(p, seq, new_len), RAD_OK);
+    rad_kv_commit(p, seq, new_len);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+/* The pool is sized at init: FULL by the context, WINDOW by window + max_tok; storage per bound layer. */
+static void test_pool_layout(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    assert_int_equal(p->n_groups, 2);
+    assert_int_equal(p->max_blocks, MAX_BLOCKS);
+    assert_int_equal(p->n_layers, 3);
+    assert_int_equal(p->layer_group[0], G_FULL);
+    assert_int_equal(p->layer_group[1], G_SWA);
+    assert_int_equal(p->layer_group[2], G_FULL);
+    assert_int_equal(p->layer_slot[0], 0);
+    assert_int_equal(p->layer_slot[1], 0);
+    assert_int_equal(p->layer_slot[2], 1);
+
+    const RadKvGroupState *full = &p->groups[G_FULL], *swa = &p->groups[G_SWA];
+    assert_int_equal(full->block_size, BS);
+    assert_int_equal(full->row_bytes, 2 * 4 * 2);       /* two heads of 4 f16 */
+    assert_int_equal(full->n_blocks, MAX_BLOCKS * MAX_SEQS);
+    assert_int_equal(full->n_free, full->n_blocks);
+    assert_int_equal(full->n_layers, 2);
+    /* A window of 32 plus a 16-row step spans at most 4 blocks of 16 (one misaligned). */
+    assert_int_equal(swa->n_blocks, 4 * MAX_SEQS);
+    assert_int_equal(swa->n_layers, 1);
+    int64_t want = 2 * (2 * (int64_t)full->n_blocks * BS * 16) + 2 * ((int64_t)swa->n_blocks * BS * 16);
+    assert_int_equal(p->bytes, want);
+}
+
+/* A new sequence has no blocks; reserving hands out one block per 16 positions, low ids first. */
+static void test_blocks_handed_out_as_sequence_grows(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int s = new_seq(p);
+    for (int g = 0; g < 2; g++) assert_int_equal(mapped_blocks(p, s, g), 0);
+    assert_int_equal(p->seqs[s].len, 0);
+
+    assert_int_equal(rad_kv_reserve(p, s, 1), RAD_OK);
+    assert_int_equal(entry(p, s, G_FULL, 0), 0);
+    assert_int_equal(entry(p, s, G_SWA, 0), 0);
+    assert_int_equal(mapped_blocks(p, s, G_FULL), 1);
+    assert_int_equal(p->groups[G_FULL].n_free, p->groups[G_FULL].n_blocks - 1);
+
+    /* Reserving within the block already held takes nothing new. */
+    assert_int_equal(rad_kv_reserve(p, s, 16), RAD_OK);
+    assert_int_equal(mapped_blocks(p, s, G_FULL), 1);
+
+    assert_int_equal(rad_kv_reserve(p, s, 17), RAD_OK);
+    assert_int_equal(entry(p, s, G_FULL, 1), 1);
+    assert_int_equal(mapped_blocks(p, s, G_FULL), 2);
+    rad_kv_commit(p, s, 17);
+    assert_int_equal(p->seqs[s].len, 17);
+
+    grow(p, s, 33);
+    assert_int_equal(mapped_blocks(p, s, G_FULL), 3);
+    assert_int_equal(entry(p, s, G_FULL, 2), 2);
+    assert_int_equal(entry(p, s, G_FULL, 3), -1);
+    assert_int_equal(p->groups[G_FULL].n_free, p->groups[G_FULL].n_blocks - 3);
+    rad_kv_seq_free(p, s);
+}
+
+/* Reserving past max_ctx is RAD_E_RANGE with a message naming both numbers, and takes no block. */
+static void test_reserve_past_context(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int s = new_seq(p);
+    rad_error_clear();
+    assert_int_equal(rad_kv_reserve(p, s, MAX_CTX + 1), RAD_E_RANGE);
+    const char *msg = rad_error_message();
+    if (!strstr(msg, "129") || !strstr(msg, "128")) fail_msg("message \"%s\" names neither length", msg);
+    assert_int_equal(mapped_blocks(p, s, G_FULL), 0);
+    assert_int_equal(p->groups[G_FULL].n_free, p->groups[G_FULL].n_blocks);
+    /* Exactly the context is fine. */
+    assert_int_equal(rad_kv_reserve(p, s, MAX_CTX), RAD_OK);
+    assert_int_equal(mapped_blocks(p, s, G_FULL), MAX_BLOCKS);
+    rad_kv_seq_free(p, s);
+}
+
+/* Freeing a sequence returns every block it held; a new sequence starts empty. */
+static void test_free_returns_blocks(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int a = new_seq(p), b = new_seq(p);
+    grow(p, a, 16);
+    grow(p, a, 32);
+    grow(p, b, 5);
+    grow(p, a, 40);
+    assert_int_equal(p->groups[G_FULL].n_free, p->groups[G_FULL].n_blocks - 4);
+    rad_kv_seq_free(p, a);
+    assert_int_equal(p->groups[G_FULL].n_free, p->groups[G_FULL].n_blocks - 1);
+    assert_int_equal(p->groups[G_SWA].n_free, p->groups[G_SWA].n_blocks - 1);
+    assert_int_equal(p->seqs[a].used, 0);
+    /* Freeing twice, or a sequence that does not exist, changes nothing. */
+    rad_kv_seq_free(p, a);
+    rad_kv_seq_free(p, -1);
+    rad_kv_seq_free(p, MAX_SEQS);
+    assert_int_equal(p->groups[G_FULL].n_free, p->groups[G_FULL].n_blocks - 1);
+
+    int c = new_seq(p);
+    assert_int_equal(c, a);
+    assert_int_equal(p->seqs[c].len, 0);
+    for (int g = 0; g < 2; g++) assert_int_equal(mapped_blocks(p, c, g), 0);
+    rad_kv_seq_free(p, b);
+    rad_kv_seq_free(p, c);
+    for (int g = 0; g < 2; g++) assert_int_equal(p->groups[g].n_free, p->groups[g].n_blocks);
+}
+
+/* After commit(L), a WINDOW group holds exactly the blocks with a position > L - window; FULL holds all. */
+static void test_window_frees_full_keeps(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int s = new_seq(p);
+    /* Steps of uneven sizes, up to the whole context. */
+    static const int steps[] = {16, 16, 16, 16, 5, 11, 7, 9, 13, 3, 15, 1};
+    int len = 0;
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        len += steps[i];
+        grow(p, s, len);
+        for (int blk = 0; blk < MAX_BLOCKS; blk++) {
+            int first = blk * BS, last = first + BS - 1;
+            int stored = first < len;
+            assert_int_equal(entry(p, s, G_FULL, blk) >= 0, stored);
+            int reachable = stored && last > len - WINDOW;
+            if ((entry(p, s, G_SWA, blk) >= 0) != reachable)
+                fail_msg("len %d: window block %d (positions %d..%d) is %s", len, blk, first, last,
+                         reachable ? "freed but still in reach" : "kept but out of reach");
+        }
+        assert_int_equal(p->groups[G_SWA].n_free + mapped_blocks(p, s, G_SWA), p->groups[G_SWA].n_blocks);
+    }
+    assert_int_equal(len, MAX_CTX);
+    assert_int_equal(mapped_blocks(p, s, G_FULL), MAX_BLOCKS);
+    assert_int_equal(mapped_blocks(p, s, G_SWA), 2);
+    rad_kv_seq_free(p, s);
+    assert_int_equal(p->groups[G_SWA].n_free, p->groups[G_SWA].n_blocks);
+}
+
+/* Two sequences grow to the full context at once within the window pool (it is sized for that). */
+static void test_window_pool_serves_every_sequence(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int a = new_seq(p), b = new_seq(p);
+    for (int len = MAX_TOK; len <= MAX_CTX; len += MAX_TOK) {
+        grow(p, a, len);
+        grow(p, b, len);
+    }
+    rad_kv_seq_free(p, a);
+    rad_kv_seq_free(p, b);
+}
+
+/* Running out of blocks is RAD_E_RANGE; blocks taken before the failure are returned by seq_free. */
+static void test_out_of_blocks(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int a = new_seq(p), b = new_seq(p);
+    /* Without commits the window group never gives back: a takes all 8 of its blocks. */
+    assert_int_equal(rad_kv_reserve(p, a, MAX_CTX), RAD_OK);
+    assert_int_equal(p->groups[G_SWA].n_free, 0);
+    rad_error_clear();
+    assert_int_equal(rad_kv_reserve(p, b, 1), RAD_E_RANGE);
+    if (!strstr(rad_error_message(), "out of blocks")) fail_msg("message: %s", rad_error_message());
+    rad_kv_seq_free(p, b);
+    rad_kv_seq_free(p, a);
+    for (int g = 0; g < 2; g++) assert_int_equal(p->groups[g].n_free, p->groups[g].n_blocks);
+}
+
+/* Every sequence slot in use: rad_kv_seq_new is RAD_E_RANGE. */
+static void test_out_of_sequences(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int a = new_seq(p), b = new_seq(p), c = -1;
+    assert_int_not_equal(a, b);
+    assert_int_equal(rad_kv_seq_new(p, &c), RAD_E_RANGE);
+    rad_kv_seq_free(p, a);
+    rad_kv_seq_free(p, b);
+}
+
+/* fill_table copies each sequence's table as one row of max_blocks; the view carries the layer's storage and group. */
+static void test_fill_table_and_view(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int a = new_seq(p), b = new_seq(p);
+    grow(p, a, 20);
+    grow(p, b, 40);
+    grow(p, a, 50);
+    const int order[2] = {b, a};
+    int32_t table[2 * MAX_BLOCKS];
+    for (int g = 0; g < 2; g++) {
+        memset(table, 0x55, sizeof table);
+        rad_kv_fill_table(p, g, order, 2, table);
+        for (int i = 0; i < 2; i++)
+            for (int blk = 0; blk < MAX_BLOCKS; blk++)
+                assert_int_equal(table[i * MAX_BLOCKS + blk], entry(p, order[i], g, blk));
+    }
+
+    const int32_t token_seq[2] = {0, 1}, positions[2] = {39, 49};
+    const RadBatch batch = {.struct_size = sizeof batch, .phase = RAD_PHASE_DECODE, .n_tok = 2, .n_seq = 2,
+                            .n_seq_decode = 2, .token_seq = token_seq, .positions = positions};
+    RadKvView v;
+    rad_kv_fill_table(p, G_FULL, order, 2, table);
+    rad_kv_view(p, 2, table, 2, &batch, &v);
+    assert_ptr_equal(v.k, p->groups[G_FULL].k[1]);
+    assert_ptr_equal(v.v, p->groups[G_FULL].v[1]);
+    assert_ptr_not_equal(v.k, v.v);
+    assert_int_equal(v.enc, RAD_ENC_F16);
+    assert_int_equal(v.block_size, BS);
+    assert_int_equal(v.n_head_kv, 2);
+    assert_int_equal(v.head_dim, 4);
+    assert_int_equal(v.kv_row_bytes, 16);
+    assert_int_equal(v.window, 0);
+    assert_int_equal(v.n_seq, 2);
+    assert_int_equal(v.max_blocks, MAX_BLOCKS);
+    assert_ptr_equal(v.block_table, table);
+    assert_int_equal(v.n_tok, 2);
+    assert_ptr_equal(v.token_seq, token_seq);
+    assert_ptr_equal(v.positions, positions);
+
+    rad_kv_view(p, 1, table, 2, &batch, &v);
+    assert_ptr_equal(v.k, p->groups[G_SWA].k[0]);
+    assert_int_equal(v.window, WINDOW);
+    rad_kv_seq_free(p, a);
+    rad_kv_seq_free(p, b);
+}
+
+/* Through the view's slot formula, every stored position of every sequence has its own slot inside the layer's storage. */
+static void test_slots_are_distinct_and_in_bounds(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int a = new_seq(p), b = new_seq(p);
+    /* Interleave growth so the two sequences' blocks interleave in the pool. */
+    int len[2] = {0, 0};
+    static const int steps[][2] = {{16, 3}, {5, 16}, {16, 16}, {11, 2}, {16, 16}, {16, 7}, {3, 16}, {16, 16}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        len[0] += steps[i][0];
+        len[1] += steps[i][1];
+        grow(p, a, len[0]);
+        grow(p, b, len[1]);
+    }
+    const int seqs[2] = {a, b};
+    int32_t table[2 * MAX_BLOCKS];
+    const RadBatch batch = {.struct_size = sizeof batch, .n_tok = 0};
+    for (int layer = 0; layer < 3; layer++) {
+        int g = p->layer_group[layer];
+        int window = g == G_SWA ? WINDOW : 0;
+        rad_kv_fill_table(p, g, seqs, 2, table);
+        RadKvView v;
+        rad_kv_view(p, layer, table, 2, &batch, &v);
+        int64_t n_slots = (int64_t)p->groups[g].n_blocks * v.block_size;
+        /* Write (sequence, position) into the key row of every reachable position ... */
+        for (int s = 0; s < 2; s++)
+            for (int pos = window ? len[s] - window + 1 : 0; pos < len[s]; pos++) {
+                int32_t blk = v.block_table[s * v.max_blocks + pos / v.block_size];
+                if (blk < 0) fail_msg("layer %d seq %d position %d has no block", layer, s, pos);
+                int64_t slot = (int64_t)blk * v.block_size + pos % v.block_size;
+                assert_in_range(slot, 0, n_slots - 1);
+                int32_t mark[2] = {s, pos};
+                memcpy((char *)v.k + slot * v.kv_row_bytes, mark, sizeof mark);
+                memcpy((char *)v.v + slot * v.kv_row_bytes + v.kv_row_bytes - sizeof mark, mark, sizeof mark);
+            }
+        /* ... and read them all back: no position overwrote another's. */
+        for (int s = 0; s < 2; s++)
+            for (int pos = window ? len[s] - window + 1 : 0; pos < len[s]; pos++) {
+                int32_t blk = v.block_table[s * v.max_blocks + pos / v.block_size];
+                int64_t slot = (int64_t)blk * v.block_size + pos % v.block_size;
+                int32_t mark[2];
+                memcpy(mark, (char *)v.k + slot * v.kv_row_bytes, sizeof mark);
+                if (mark[0] != s || mark[1] != pos)
+                    fail_msg("layer %d: seq %d position %d shares slot %lld with seq %d position %d", layer, s, pos,
+                             (long long)slot, mark[0], mark[1]);
+                memcpy(mark, (char *)v.v + slot * v.kv_row_bytes + v.kv_row_bytes - sizeof mark, sizeof mark);
+                assert_int_equal(mark[0], s);
+                assert_int_equal(mark[1], pos);
+            }
+    }
+    rad_kv_seq_free(p, a);
+    rad_kv_seq_free(p, b);
+}
+
+/* The block size comes from the builder (the attention kernel's); 0 means the default 16. In RUN mode with no libraries too. */
+static void test_block_size_from_builder(void **state)
+{
+    (void)state;
+    Fixture f;
+    declare(&f, RAD_BUILD_RUN, 32);
+    assert_int_equal(rad_kv_block_size(&f.b, G_FULL), 32);
+    assert_int_equal(rad_kv_pool_init(&f.p, &f.b, 1, 100, 8, RAD_ENC_F32), RAD_OK);
+    assert_int_equal(f.p.groups[G_FULL].block_size, 32);
+    assert_int_equal(f.p.max_blocks, 4);                /* ceil(100 / 32) */
+    assert_int_equal(f.p.groups[G_FULL].row_bytes, 2 * 4 * 4);
+    int s = new_seq(&f.p);
+    for (int len = 8; len < 100; len += 8) grow(&f.p, s, len);
+    grow(&f.p, s, 100);
+    assert_int_equal(mapped_blocks(&f.p, s, G_FULL), 4);
+    assert_int_equal(rad_kv_reserve(&f.p, s, 101), RAD_E_RANGE);
+    rad_kv_pool_free(&f.p);
+    rad_builder_free(&f.b);
+
+    declare(&f, RAD_BUILD_CONVERT, 0);
+    assert_int_equal(rad_kv_block_size(&f.b, G_FULL), 16);
+    assert_int_equal(rad_kv_pool_init(&f.p, &f.b, 1, 100, 8, RAD_ENC_F16), RAD_OK);
+    assert_int_equal(f.p.groups[G_FULL].block_size, 16);
+    assert_int_equal(f.p.max_blocks, 7);
+    rad_kv_pool_free(&f.p);
+    rad_builder_free(&f.b);
+}
+
+/* The builder refuses KV groups the pool cannot serve and layers bound twice. */
+static void test_builder_refuses_bad_groups(void **state)
+{
+    (void)state;
+    RadModelMeta meta = {.struct_size = sizeof meta};
+    RadBuilder b;
+    rad_builder_init(&b, RAD_BUILD_CONVERT, &meta, NULL);
+    const RadKvGroupDecl linear = {.kind = RAD_KV_LINEAR, .n_head_kv = 2, .head_dim = 4};
+    const RadKvGroupDecl no_window = {.kind = RAD_KV_WINDOW, .n_head_kv = 2, .head_dim = 4};
+    const RadKvGroupDecl ok = {.kind = RAD_KV_FULL, .n_head_kv = 2, .head_dim = 4};
+    assert_int_equal(rad_decl_kv_group(&b, "linear", &linear), -1);
+    assert_int_equal(rad_decl_kv_group(&b, "no_window", &no_window), -1);
+    rad_kv g = rad_decl_kv_group(&b, "ok", &ok);
+    assert_int_equal(g, 0);
+    assert_int_equal(rad_bind_layer_kv(&b, 0, g), RAD_OK);
+    assert_int_not_equal(rad_bind_layer_kv(&b, 0, g), RAD_OK);
+    assert_int_not_equal(rad_bind_layer_kv(&b, 1, 5), RAD_OK);
+    assert_int_equal(b.n_problems, 4);
+    rad_builder_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_pool_layout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocks_handed_out_as_sequence_grows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reserve_past_context, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_returns_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_window_frees_full_keeps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_window_pool_serves_every_sequence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_of_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_of_sequences, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fill_table_and_view, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slots_are_distinct_and_in_bounds, setup, teardown),
+        cmocka_unit_test(test_block_size_from_builder),
+        cmocka_unit_test(test_builder_refuses_bad_groups),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
