@@ -12,6 +12,7 @@
 
 #include "hf_config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -212,6 +213,7 @@ static int open_indexed(RadCheckpoint *ck, const char *index_path)
     json_object_foreach(map, tensor, file) {
         const char *name = json_string_value(file);
         const char **hit = bsearch(&name, files, n_unique, sizeof *files, compare_strings);
+        assert(hit);   /* every name in the map went into `files` */
         if (!rad_safetensors_find(ck->shards[hit - files], tensor)) {
             rc = rad_error_set(RAD_E_FORMAT, "%s: tensor '%.200s' is mapped to '%.200s', but that "
                                "file has no such tensor: the download is incomplete or mixes two "

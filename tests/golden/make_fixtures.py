@@ -158,6 +158,22 @@ CASES = {
             rope_theta=10000.0,
         ),
     ),
+    # A window much shorter than the sequence: positions past 20 see only the
+    # last 20 keys, so the engine's WINDOW KV group (and its block recycling)
+    # is checked against HF's sliding-window mask.
+    "mistral_window": dict(
+        seed=6001,
+        cls=(MistralConfig, MistralForCausalLM),
+        config=dict(
+            COMMON,
+            num_key_value_heads=1,
+            intermediate_size=128,
+            vocab_size=1000,
+            tie_word_embeddings=False,
+            sliding_window=20,
+            rope_theta=10000.0,
+        ),
+    ),
 }
 
 

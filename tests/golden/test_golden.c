@@ -26,7 +26,7 @@
 
 #include "../../engine/include/radiance.h"
 
-static const char *cases[] = {"llama", "llama3_scaled", "qwen2", "qwen3", "mistral"};
+static const char *cases[] = {"llama", "llama3_scaled", "qwen2", "qwen3", "mistral", "mistral_window"};
 #define N_CASES (sizeof cases / sizeof *cases)
 
 static char fixtures[4096], workdir[4096];
