@@ -20,16 +20,16 @@ CFLAGS  ?= $(OPT) -g
 SAN     ?=
 WARN     = -Wall -Wextra -Wno-missing-field-initializers
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Ibase -fPIC $(WARN) $(CFLAGS) $(SAN)
-LDLIBS   = -ljansson -ldl -lm
+LDLIBS   = -ljansson -lpcre2-8 -lutf8proc -ldl -lm
 TESTLIBS = -lcmocka $(LDLIBS)
 TEST_INC = -Iformats -Iengine -Ikernels/ref
 
-CORE_SRC := $(wildcard base/*.c formats/*.c engine/*.c)
+CORE_SRC := $(wildcard base/*.c formats/*.c engine/*.c engine/text/*.c)
 APP_SRC  := $(wildcard app/*.c)
 REF_SRC  := $(wildcard kernels/ref/*.c) base/encoding.c
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
-HEADERS  := $(wildcard base/*.h formats/*.h engine/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ref/*.h app/*.h)
+HEADERS  := $(wildcard base/*.h formats/*.h engine/*.h engine/text/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ref/*.h app/*.h)
 
 QUANTS   := f32 f16 bf16 q8_0
 ENC_f32  := RAD_ENC_F32

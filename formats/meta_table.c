@@ -82,15 +82,15 @@ static int entry_make(RadMetaKV *out, const char *key, int type, int64_t i, doub
     default:
         return rad_error_set(RAD_E_ARG, "metadata table: key '%s': unknown value type %d", key, type);
     }
-    kv.key = strdup(key);
-    if (!kv.key) return rad_error_set(RAD_E_NOMEM, "metadata table: out of memory");
-    if (type == RAD_META_STRING) {
-        kv.s = strdup(s);
-        if (!kv.s) {
-            free((char *)kv.key);
-            return rad_error_set(RAD_E_NOMEM, "metadata table: out of memory");
-        }
+    char *key_copy = strdup(key);
+    char *s_copy = type == RAD_META_STRING ? strdup(s) : NULL;
+    if (!key_copy || (type == RAD_META_STRING && !s_copy)) {
+        free(key_copy);
+        free(s_copy);
+        return rad_error_set(RAD_E_NOMEM, "metadata table: out of memory");
     }
+    kv.key = key_copy;
+    kv.s = s_copy;
     *out = kv;
     return 0;
 }

@@ -406,7 +406,7 @@ int rad_container_add_blob(RadContainerWriter *w, const char *name, const void *
         json_decref(entry);
         return rc;
     }
-    uint64_t offset;
+    uint64_t offset = 0;
     if ((rc = write_item(w, RAD_CONTAINER_GROUP_ALIGN, data, size, &offset))) {
         json_decref(entry);
         return rc;
@@ -478,7 +478,7 @@ int rad_container_add_tensor(RadContainerWriter *w, const char *name, int enc, i
         json_decref(entry);
         return rc;
     }
-    uint64_t offset;
+    uint64_t offset = 0;
     uint64_t align = same_run ? RAD_CONTAINER_TENSOR_ALIGN : RAD_CONTAINER_GROUP_ALIGN;
     if (w->last == LAST_NOTHING) align = RAD_CONTAINER_GROUP_ALIGN;
     if ((rc = write_item(w, align, data, size, &offset))) {
@@ -812,7 +812,7 @@ static int load_header(RadContainer *c, uint64_t header_offset, uint64_t header_
     }
     c->tensors = calloc(nt ? nt : 1, sizeof *c->tensors);
     c->blobs = calloc(nb ? nb : 1, sizeof *c->blobs);
-    spans = malloc((nt + nb ? nt + nb : 1) * sizeof *spans);
+    spans = malloc((nt + nb > 0 ? nt + nb : 1) * sizeof *spans);
     if (!c->tensors || !c->blobs || !spans) {
         rc = file_error(RAD_E_NOMEM, c->path, "out of memory for %zu tensors", nt);
         goto done;
@@ -825,7 +825,7 @@ static int load_header(RadContainer *c, uint64_t header_offset, uint64_t header_
         if (t->size) spans[n_spans++] = (Span){t->offset, t->offset + t->size, t->group, t->name, 0};
     }
     for (size_t i = 0; i < nb; i++) {
-        uint64_t off;
+        uint64_t off = 0;
         if ((rc = load_blob(c, json_array_get(jb, i), i, &c->blobs[i], &off, &blob_names))) goto done;
         c->n_blobs++;
         if (c->blobs[i].size)

@@ -117,7 +117,7 @@ static int parse_tensor(const char *path, const char *name, json_t *entry, uint6
     if (strlen(dtype) >= sizeof t->dtype || !dtype[0])
         return tensor_error(RAD_E_FORMAT, path, name, "dtype '%.40s' is not a safetensors dtype: "
                             "the file is damaged", dtype);
-    strcpy(t->dtype, dtype);
+    memcpy(t->dtype, dtype, strlen(dtype) + 1);
     int bits = dtype_bits(dtype, &t->enc);
 
     /* shape */

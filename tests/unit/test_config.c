@@ -28,8 +28,7 @@ static const RadMetaKV *get(const RadMetaTable *t, const char *key, int type)
 
 /* ---------------------------------------------------------- meta table */
 
-/* set_* replaces an existing key in place, copies strings, and fills the
-** numeric field the type does not carry. */
+/* set_* replaces a key in place, copies strings, and fills the numeric field the type does not carry. */
 static void test_meta_table_set_replace(void **state)
 {
     (void)state;
@@ -94,8 +93,7 @@ static void test_meta_table_set_replace(void **state)
 
 /* ----------------------------------------------------------- flattening */
 
-/* Nested objects, arrays, booleans, null, integers and reals flatten as
-** hf_config.h documents. */
+/* Nested objects, arrays, booleans, null, integers and reals flatten as hf_config.h documents. */
 static void test_flatten(void **state)
 {
     (void)state;

@@ -155,8 +155,7 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
     for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(seed * 31u + i * 7u + (i >> 8));
 }
 
-/* Metadata of every type, tensors in several groups and blobs survive a
-** write and a read bit for bit, laid out as FORMAT.md promises. */
+/* Meta of every type, tensors in several groups and blobs round-trip bit for bit, laid out as FORMAT.md says. */
 static void test_round_trip(void **state)
 {
     (void)state;
@@ -542,8 +541,7 @@ typedef struct BadHeader {
 
 #define T(body) "{\"meta\":{},\"blobs\":[],\"tensors\":[" body "]}"
 
-/* Headers with bad tensor entries, bad JSON or bad blobs are refused with a
-** message naming the tensor and the rule. */
+/* Bad tensor entries, bad JSON and bad blobs are refused with a message naming the entry and the rule. */
 static void test_bad_headers(void **state)
 {
     (void)state;

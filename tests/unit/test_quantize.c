@@ -103,8 +103,7 @@ static void test_16bit_cross(void **state)
     assert_memory_equal(src, back, sizeof src);
 }
 
-/* A q8_0 block of known values gives exactly these bytes: f16 d, then
-** round-half-away-from-zero codes. */
+/* q8_0 blocks of known values give exactly these bytes: f16 d, then codes rounded half away from zero. */
 static void test_q8_0_known_bytes(void **state)
 {
     (void)state;
@@ -167,8 +166,7 @@ static void test_q8_0_from_16bit(void **state)
     assert_memory_equal(got, want, sizeof want);
 }
 
-/* q8_0's round-trip error on ggml's test data 0.1 + 2cos(i) is within 0.002
-** by llama.cpp's metric sqrt(sum d^2) / n (test-quantize-fns). */
+/* q8_0 round-trip error on 0.1 + 2cos(i) is within 0.002 by llama.cpp's metric sqrt(sum d^2) / n. */
 static void test_q8_0_round_trip_error(void **state)
 {
     (void)state;

@@ -105,8 +105,7 @@ static void expect_refused(const char *path, int code, const char *needle)
 
 /* ----------------------------------------------------------- good files */
 
-/* A well-formed file opens: names sorted, dtypes, shapes, sizes and data
-** pointers as written; __metadata__ is accepted. */
+/* A well-formed file opens with names sorted and dtype, shape, size and data as written; __metadata__ is accepted. */
 static void test_open_valid(void **state)
 {
     (void)state;
@@ -150,8 +149,7 @@ static void test_open_valid(void **state)
     rad_safetensors_close(NULL);
 }
 
-/* Scalars (rank 0) and zero-size tensors are allowed, and an empty file
-** body with no tensors opens too. */
+/* Scalars (rank 0), zero-size tensors and a file with no tensors at all are allowed. */
 static void test_scalar_and_empty(void **state)
 {
     (void)state;
@@ -178,8 +176,7 @@ static void test_scalar_and_empty(void **state)
     rad_safetensors_close(st);
 }
 
-/* A dtype radiance has no encoding for is kept with enc = -1; one the
-** format does not define is kept unchecked; sub-byte dtypes are sized in bits. */
+/* Unknown dtypes are kept with enc = -1 (unchecked if the format does not define them); sub-byte ones are sized in bits. */
 static void test_unknown_dtype_kept(void **state)
 {
     (void)state;

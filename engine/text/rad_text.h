@@ -1,0 +1,68 @@
+/*
+** rad_text.h: running a tokenizer: text to token ids and back.
+**
+** Built from the data in formats/tokenizer.h, a RadText holds what encoding
+** needs at speed: a hash of the vocabulary, the merge ranks keyed by pair,
+** the compiled pre-tokenizer regexes (PCRE2, UTF and Unicode properties),
+** and a matcher for added tokens.  The results equal Hugging Face tokenizers'
+** on the same tokenizer.json (tests/text checks every supported vocabulary).
+**
+** Text is UTF-8.  Invalid UTF-8 in the input is not an error: each byte of an
+** ill-formed sequence is read as U+FFFD, as Python's decode(errors="replace")
+** does, so encode never reads past the buffer and always succeeds on any
+** bytes; NUL bytes are ordinary characters.
+*/
+#ifndef RAD_TEXT_H
+#define RAD_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../formats/tokenizer.h"
+
+typedef struct RadText RadText;
+
+/* Build the runtime from tokenizer data; takes ownership of `data` (freed by
+** rad_text_free, also on failure).  Fails with a message when a regex does not
+** compile. */
+int  rad_text_create(RadTokenizer *data, RadText **out);
+void rad_text_free(RadText *t);
+const RadTokenizer *rad_text_data(const RadText *t);
+
+enum {
+    RAD_ENCODE_ADD_SPECIAL = 1,     /* BOS/EOS as the post-processor / config says */
+    RAD_ENCODE_PARSE_SPECIAL = 2    /* special-token strings in the text become their ids;
+                                    ** without it they are plain text (for untrusted input) */
+};
+
+/* Encode len bytes of text.  *ids is malloc'd (caller frees); *n may be 0. */
+int rad_text_encode(const RadText *t, const char *text, size_t len, int flags, int32_t **ids, int *n);
+
+enum { RAD_DECODE_SKIP_SPECIAL = 1 };
+
+/* Decode ids to text (malloc'd, NUL-terminated; caller frees).  An id outside
+** the vocabulary is RAD_E_RANGE. */
+int rad_text_decode(const RadText *t, const int32_t *ids, int n, int flags, char **out, size_t *len);
+
+/* Streaming decode: one token at a time, never emitting half of a multi-byte
+** character.  Bytes that do not yet form a complete character are held until
+** the next token completes them (or flush emits them as U+FFFD). */
+typedef struct RadDetok {
+    const RadText *t;
+    int flags;
+    int n_emitted;              /* tokens decoded so far (for the leading-space rule) */
+    unsigned char pending[8];
+    int n_pending;
+} RadDetok;
+
+void rad_detok_init(RadDetok *d, const RadText *t, int flags);
+/* Append the text that token `id` completes to out (at most cap bytes);
+** *written is set to the number of bytes appended.  RAD_E_RANGE for a bad id,
+** RAD_E_ARG when cap is too small (64 bytes always suffice per token plus
+** pending bytes... use rad_detok_max_bytes). */
+int  rad_detok_push(RadDetok *d, int32_t id, char *out, size_t cap, size_t *written);
+int  rad_detok_flush(RadDetok *d, char *out, size_t cap, size_t *written);
+/* The most bytes one push can produce for this tokenizer. */
+size_t rad_detok_max_bytes(const RadText *t);
+
+#endif /* RAD_TEXT_H */
