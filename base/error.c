@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static _Thread_local char message[1024];
+/* Large enough for a declare report listing every distinct problem. */
+static _Thread_local char message[16384];
 
 const char *rad_strerror(int code)
 {
@@ -45,7 +46,8 @@ int rad_error_set(int code, const char *fmt, ...)
 
 int rad_error_prefix(int code, const char *fmt, ...)
 {
-    char prefix[512], old[sizeof message];
+    char prefix[512];
+    static _Thread_local char old[sizeof message];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);

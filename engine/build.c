@@ -329,8 +329,12 @@ rad_op rad_decl_op(RadBuilder *b, const char *op, const RadParam *params, int n_
         problem(b, "op %s: no kernel library in the order given knows this op", op);
         return id;
     }
-    if (n_params > RAD_MAX_PARAMS ||
-        rad_select_bind_params(e->schema, params, n_params, e->params, &e->range_index) != RAD_OK) {
+    if (n_params > RAD_MAX_PARAMS) {
+        problem(b, "op %s: %d parameters given, at most %d are allowed", op, n_params, RAD_MAX_PARAMS);
+        e->schema = NULL;
+        return id;
+    }
+    if (rad_select_bind_params(e->schema, params, n_params, e->params, &e->range_index) != RAD_OK) {
         problem(b, "%s", rad_error_message());
         e->schema = NULL;
         return id;
@@ -436,16 +440,21 @@ int rad_builder_finish(RadBuilder *b, const char *what)
     char *text = malloc(len + 128);
     if (!text) return RAD_E_NOMEM;
     size_t at = 0;
-    int distinct = 0;
+    int distinct = 0, untold = 0;
     for (int i = 0; i < b->n_problems; i++) {
         int seen = 0, repeats = 0;
         for (int j = 0; j < i && !seen; j++) seen = strcmp(b->problems[j], b->problems[i]) == 0;
         if (seen) continue;
         for (int j = i; j < b->n_problems; j++) repeats += strcmp(b->problems[j], b->problems[i]) == 0;
+        distinct++;
+        if (at > 14000) {       /* the message must stay whole: count what does not fit */
+            untold++;
+            continue;
+        }
         at += (size_t)sprintf(text + at, "\n  %s", b->problems[i]);
         if (repeats > 1) at += (size_t)sprintf(text + at, " (x%d)", repeats);
-        distinct++;
     }
+    if (untold) sprintf(text + at, "\n  ... and %d more", untold);
     int code = RAD_E_UNSUPPORTED;
     for (int i = 0; i < b->n_problems; i++)
         if (strstr(b->problems[i], "no kernel")) code = RAD_E_NOKERNEL;

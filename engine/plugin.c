@@ -99,6 +99,10 @@ static int load_arch(const char *path, RadArchPlugin *p)
                              path, missing);
     }
     p->info = info();
+    if (p->info && (!p->info->name || !p->info->arch_id || !p->info->quant)) {
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI, "%s: plugin info lacks a name, id or quant", path);
+    }
     if (!p->info || p->info->abi_version != RAD_ARCH_ABI_VERSION || p->info->kind != RAD_PLUGIN_ARCH) {
         int v = p->info ? p->info->abi_version : -1;
         dlclose(h);
@@ -125,6 +129,10 @@ static int load_kernels(const char *path, RadKernelLib *k)
         dlclose(h);
         return rad_error_set(RAD_E_ABI, "%s: not a kernel library: it does not export %s",
                              path, RAD_KERNEL_LIBRARY_SYMBOL);
+    }
+    if (!lib->name || (lib->n_rows > 0 && !lib->rows) || (lib->n_schemas > 0 && !lib->schemas)) {
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI, "%s: kernel library table lacks its name, rows or schemas", path);
     }
     if (lib->abi_version != RAD_KERNEL_ABI_VERSION) {
         int v = lib->abi_version;
@@ -177,7 +185,14 @@ int rad_plugins_load(const char *dir, RadPluginSet *set)
     for (int i = 0; i < n && rc == RAD_OK; i++) {
         rc = load_kernels(names[i], &set->kernels[set->n_kernels]);
         if (rc) break;
+        const char *mine = set->kernels[set->n_kernels].lib->name;
         set->n_kernels++;
+        for (int j = 0; j + 1 < set->n_kernels; j++)
+            if (strcmp(set->kernels[j].lib->name, mine) == 0) {
+                rc = rad_error_set(RAD_E_ABI, "%s and %s are both kernel library '%s': remove one",
+                                   set->kernels[j].path, names[i], mine);
+                break;
+            }
     }
     free_names(names, n);
     if (rc) rad_plugins_free(set);

@@ -68,6 +68,9 @@ int rad_select_bind_params(const RadOpSchema *s, const RadParam *params, int n,
                                  s->params[j].name, type_name(s->params[j].type));
         ordered[j] = *given;
         if (given->kind == RAD_PK_RANGE) {
+            if (*range_index >= 0)
+                return rad_error_set(RAD_E_ARG, "op %s: parameters '%s' and '%s' are both ranges; one is allowed",
+                                     s->op, s->params[*range_index].name, given->name);
             if (given->lo < 0 || given->hi < given->lo)
                 return rad_error_set(RAD_E_ARG, "op %s: range %s = [%lld, %lld] is empty", s->op,
                                      given->name, (long long)given->lo, (long long)given->hi);
@@ -139,6 +142,20 @@ static const RadConstraint *first_failure(const RadOpSchema *s, const RadKernelR
     return NULL;
 }
 
+/* Do row's constraints on the fixed (non-ranged) parameters hold? */
+static int fixed_params_hold(const RadOpSchema *s, const RadKernelRow *row, const RadParam *ordered,
+                             int range_index)
+{
+    for (int i = 0; i < row->n_constraints; i++) {
+        int j = param_index(s, row->constraints[i].param);
+        if (j < 0) return 0;
+        if (j == range_index) continue;
+        int64_t v = ordered[j].kind == RAD_PK_FLOAT ? (int64_t)ordered[j].f : ordered[j].i;
+        if (!constraint_holds(&row->constraints[i], v)) return 0;
+    }
+    return 1;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -192,34 +209,42 @@ int rad_select_bands(const RadKernelLibrary *const *libs, int n_libs, const char
     int64_t lo = ordered[range_index].lo, hi = ordered[range_index].hi;
     const char *range_name = s->params[range_index].name;
 
-    /* Every edge any candidate row names inside [lo, hi]. */
-    int64_t edges[2 + 64];
+    /* Every edge a candidate row names inside [lo, hi].  A row whose fixed
+    ** parameters already rule it out cuts nothing. */
+    enum { MAX_EDGES = 256 };
+    int64_t edges[MAX_EDGES];
     int n_edges = 0;
     edges[n_edges++] = lo;
     for (int l = 0; l < n_libs; l++)
         for (int r = 0; r < libs[l]->n_rows; r++) {
             const RadKernelRow *row = &libs[l]->rows[r];
-            if (strcmp(row->op, op) != 0) continue;
+            if (strcmp(row->op, op) != 0 || !fixed_params_hold(s, row, ordered, range_index)) continue;
             for (int i = 0; i < row->n_constraints; i++) {
                 const RadConstraint *c = &row->constraints[i];
                 if (strcmp(c->param, range_name) != 0) continue;
                 int64_t cut[2];
                 int n_cut = 0;
-                if (c->kind == RAD_C_EQ) { cut[n_cut++] = c->v; cut[n_cut++] = c->v + 1; }
-                if (c->kind == RAD_C_LE) cut[n_cut++] = c->v + 1;
+                /* v + 1 only when v < hi: past hi it cuts nothing (and cannot overflow). */
+                if (c->kind == RAD_C_EQ) { cut[n_cut++] = c->v; if (c->v < hi) cut[n_cut++] = c->v + 1; }
+                if (c->kind == RAD_C_LE && c->v < hi) cut[n_cut++] = c->v + 1;
                 if (c->kind == RAD_C_GE) cut[n_cut++] = c->v;
-                for (int k = 0; k < n_cut; k++)
-                    if (cut[k] > lo && cut[k] <= hi && n_edges < 64) edges[n_edges++] = cut[k];
+                for (int k = 0; k < n_cut; k++) {
+                    if (cut[k] <= lo || cut[k] > hi) continue;
+                    int seen = 0;
+                    for (int e = 0; e < n_edges && !seen; e++) seen = edges[e] == cut[k];
+                    if (seen) continue;
+                    if (n_edges == MAX_EDGES)
+                        return rad_error_set(RAD_E_RANGE, "op %s: the kernel rows name more than %d band edges",
+                                             op, MAX_EDGES);
+                    edges[n_edges++] = cut[k];
+                }
             }
         }
     qsort(edges, (size_t)n_edges, sizeof edges[0], cmp_i64);
 
     int n_bands = 0;
     for (int e = 0; e < n_edges; e++) {
-        if (e > 0 && edges[e] == edges[e - 1]) continue;
-        int64_t band_hi = hi;
-        for (int f = e + 1; f < n_edges; f++)
-            if (edges[f] != edges[e]) { band_hi = edges[f] - 1; break; }
+        int64_t band_hi = e + 1 < n_edges ? edges[e + 1] - 1 : hi;
         RadBand band = {.lo = edges[e], .hi = band_hi};
         resolve_band(libs, n_libs, s, op, ordered, range_index, &band);
         /* Neighbouring bands served by the same row are one band. */

@@ -236,10 +236,9 @@ static void test_bind_rejects_two_range_params(void **state)
     int ri = -1;
     int rc = rad_select_bind_params(&two, given, 2, ordered, &ri);
     if (rc == RAD_OK) {
-        /* KNOWN BUG (reported): select.c accepts it and bands only the last
+        /* Regression (fixed): select.c accepts it and bands only the last
         ** range, so T's value is never checked against any constraint. */
-        print_message("known bug: a schema with two RANGE parameters binds (range_index %d)\n", ri);
-        skip();
+        fail_msg("a schema with two RANGE parameters binds (range_index %d)", ri);
     }
     assert_int_equal(rc, RAD_E_ARG);
 }
@@ -594,10 +593,9 @@ static void test_many_dead_edges_do_not_hide_live_ones(void **state)
     for (int k = 0; k < n; k++)
         if (bands[k].lo <= 100 && 100 <= bands[k].hi) at100 = bands[k].row;
     if (n == 1 && at100 && strcmp(at100->name, "catch_all") == 0) {
-        /* KNOWN BUG (reported): select.c keeps at most 64 edges and drops
+        /* Regression (fixed): select.c keeps at most 64 edges and drops
         ** the rest silently, so M == 100 runs catch_all. */
-        print_message("known bug: edges past 64 are dropped; M == 100 is served by %s\n", at100->name);
-        skip();
+        fail_msg("edges were dropped; M == 100 is served by %s", at100->name);
     }
     assert_int_equal(n, 3);
     expect_band(&bands[0], 1, 99, "catch_all");
@@ -755,10 +753,9 @@ static void test_too_many_params_reported_by_name(void **state)
     snprintf(msg, sizeof msg, "%s", rad_error_message());
     rad_builder_free(&b);
     if (strstr(msg, "an older, unrelated message")) {
-        /* KNOWN BUG (reported): rad_decl_op records rad_error_message()
+        /* Regression (fixed): rad_decl_op records rad_error_message()
         ** without having set it when n_params > RAD_MAX_PARAMS. */
-        print_message("known bug: the report repeats a stale message: %s\n", msg);
-        skip();
+        fail_msg("the report repeats a stale message: %s", msg);
     }
     assert_non_null(strstr(msg, "gemm"));
 }
@@ -787,11 +784,9 @@ static void test_finish_reports_every_miss_of_many(void **state)
     }
     rad_builder_free(&b);
     if (listed < N_MISSES) {
-        /* KNOWN BUG (reported): the report goes through the 1024-byte
+        /* Regression (fixed): the report goes through the 1024-byte
         ** per-thread message of base/error.c and is cut off silently. */
-        print_message("known bug: only %d of %d misses fit in the %zu-byte message\n", listed, N_MISSES,
-                      strlen(msg));
-        skip();
+        fail_msg("only %d of %d misses fit in the %zu-byte message", listed, N_MISSES, strlen(msg));
     }
 }
 
