@@ -208,8 +208,8 @@ static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, uin
         for (int64_t r = 0; r < src_rows; r++, at_row++) {
             const uint8_t *from = (const uint8_t *)src[i]->data + r * cols * in->block_bytes;
             if (rad_convert_row(src[i]->enc, from, w->d.enc, out + at_row * row_bytes, cols)) {
-                add_problem(pr, "'%s': cannot convert %s to %s", w->name, src[i]->dtype,
-                            rad_encoding_info(w->d.enc)->name);
+                add_problem(pr, "'%s': cannot convert %s to %s: %s", w->name, src[i]->dtype,
+                            rad_encoding_info(w->d.enc)->name, rad_error_message());
                 free(out);
                 return NULL;
             }
