@@ -255,6 +255,15 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
         return fail_open(e, rad_error_set(RAD_E_ARG, "--kv-dtype %s: choose f16 or f32", opt->kv_type));
     ctx->scope = "";
 
+    /* A deployment switch the plugin cannot honour is refused by name. */
+    RadArchProbe probe = {.struct_size = sizeof probe};
+    if (e->plugin->probe && (rc = e->plugin->probe(&e->meta, &probe)) != RAD_OK)
+        return fail_open(e, rad_error_set(rc, "%s: plugin %s refused the model in probe", opt->model_path,
+                                          e->plugin->info->name));
+    if (ctx->kv_enc == RAD_ENC_F32 && !probe.kv_f32_ok)
+        return fail_open(e, rad_error_set(RAD_E_UNSUPPORTED, "--kv-dtype f32: plugin %s does not serve an f32 KV cache",
+                                          e->plugin->info->name));
+
     rad_builder_init(&e->b, RAD_BUILD_RUN, &e->meta, ctx);
     e->b.container = e->container;
     e->b.libs = e->libs;
