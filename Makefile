@@ -20,7 +20,7 @@ CFLAGS  ?= $(OPT) -g
 SAN     ?=
 WARN     = -Wall -Wextra -Wno-missing-field-initializers
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Ibase -fPIC $(WARN) $(CFLAGS) $(SAN)
-LDLIBS   = -ljansson -lpcre2-8 -lutf8proc -ldl -lm
+LDLIBS   = -ljansson -lpcre2-8 -lutf8proc -lcurl -lsqlite3 -lcrypto -ldl -lm
 TESTLIBS = -lcmocka $(LDLIBS)
 TEST_INC = -Iformats -Iengine -Ikernels/ref
 
@@ -132,6 +132,20 @@ $(TP_DIR)/kernels_no_export/kernels/no_export.so: tests/unit/plugins/kernels_no_
 
 unit-test: $(TEST_PLUGINS)
 
+# ------------------------------------------- app logic under unit test
+# tests/unit/test_model_spec.c and test_hf_cache.c test pure app/ logic
+# (model specs, choosing files, the Hugging Face cache layout), which the
+# core library does not hold: those objects form libradapp.a, linked after
+# the core.  This block only adds prerequisites and a per-target TESTLIBS;
+# the unit tests' pattern rule above does the linking.
+APP_LOGIC_OBJ := $(BUILD)/obj/app/model_spec.o $(BUILD)/obj/app/hf_cache.o
+APP_LOGIC_TESTS := $(BUILD)/tests/unit/test_model_spec $(BUILD)/tests/unit/test_hf_cache
+$(BUILD)/libradapp.a: $(APP_LOGIC_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(APP_LOGIC_TESTS): $(BUILD)/libradapp.a
+$(APP_LOGIC_TESTS): TESTLIBS = $(BUILD)/libradapp.a -lcmocka $(LDLIBS)
+
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
@@ -144,6 +158,8 @@ install: all
 	install -m 644 $(ARCH_SO) $(DESTDIR)$(PREFIX)/lib/radiance/plugins/arch/
 	install -m 644 $(KERN_SO) $(DESTDIR)$(PREFIX)/lib/radiance/plugins/kernels/
 	install -m 644 man/radiance.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/radiance
+	install -m 644 share/models.tsv $(DESTDIR)$(PREFIX)/share/radiance/
 
 # Debian packages named in the design; -dev for what we link or will link.
 DEB_PACKAGES = build-essential pkg-config libcmocka-dev libjansson-dev libncurses-dev libreadline-dev \

@@ -20,6 +20,10 @@ static const char usage[] =
     "  convert DIR -o OUT.rad [--quant Q]  convert a Hugging Face folder into a .rad model\n"
     "  info --plugins | --kernels | --graph MODEL\n"
     "                                     list plugins and kernels, or print a model's program\n"
+    "  pull MODEL [--quant Q]             download (resuming, verified) and convert a model\n"
+    "  list [--json]                      converted models and partial downloads\n"
+    "  rm MODEL [--purge]                 remove a converted model (and its downloads)\n"
+    "  show MODEL                         a converted model's source, sizes and encodings\n"
     "\n"
     "options:\n"
     "  -h, --help      this help; COMMAND --help for a command's\n"
@@ -70,6 +74,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return rad_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "convert")) return rad_cmd_convert(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return rad_cmd_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "pull")) return rad_cmd_pull(argc - 1, argv + 1);
+    if (!strcmp(cmd, "list")) return rad_cmd_list(argc - 1, argv + 1);
+    if (!strcmp(cmd, "rm")) return rad_cmd_rm(argc - 1, argv + 1);
+    if (!strcmp(cmd, "show")) return rad_cmd_show(argc - 1, argv + 1);
     fprintf(stderr, "radiance: unknown command '%s'\n%s", cmd, usage);
     return RAD_EXIT_USAGE;
 }

@@ -20,10 +20,10 @@ static void free_steps(RadTokStep *steps, int n)
 void rad_tokenizer_free(RadTokenizer *t)
 {
     if (!t) return;
-    for (int i = 0; i < t->n_vocab && t->token; i++) free(t->token[i]);
+    for (int i = 0; i < t->n_vocab && t->token && !t->pool; i++) free(t->token[i]);
     free(t->token);
     free(t->score);
-    for (int i = 0; i < t->n_merges; i++) {
+    for (int i = 0; i < t->n_merges && !t->pool; i++) {
         free(t->merge_left ? t->merge_left[i] : NULL);
         free(t->merge_right ? t->merge_right[i] : NULL);
     }
@@ -34,5 +34,7 @@ void rad_tokenizer_free(RadTokenizer *t)
     for (int i = 0; i < t->n_added; i++) free(t->added[i].content);
     free(t->added);
     free(t->chat_template);
+    free(t->merge_ids);
+    free(t->pool);
     free(t);
 }

@@ -88,6 +88,12 @@ typedef struct RadTokenizer {
     int32_t unk_id, bos_id, eos_id, pad_id;   /* -1 when absent */
     int add_bos, add_eos;           /* what the post-processor / tokenizer_config adds */
     char *chat_template;            /* from tokenizer_config.json or GGUF, or NULL */
+    /* Optional, NULL when absent; producers may leave both out.  They let a
+    ** stored 262k-token vocabulary open without a million small allocations
+    ** or string lookups (tokenizer_store.c sets both, the JSON import the first). */
+    int32_t *merge_ids;             /* [n_merges * 3] ids of each merge's left, right and merged token */
+    void *pool;                     /* when set, token[i], merge_left[i] and merge_right[i] point into
+                                    ** this one block: free releases it, not each string */
 } RadTokenizer;
 
 /* Import from tokenizer.json text (and tokenizer_config.json text, or NULL).

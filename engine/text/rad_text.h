@@ -7,10 +7,11 @@
 ** and a matcher for added tokens.  The results equal Hugging Face tokenizers'
 ** on the same tokenizer.json (tests/text checks every supported vocabulary).
 **
-** Text is UTF-8.  Invalid UTF-8 in the input is not an error: each byte of an
-** ill-formed sequence is read as U+FFFD, as Python's decode(errors="replace")
-** does, so encode never reads past the buffer and always succeeds on any
-** bytes; NUL bytes are ordinary characters.
+** Text is UTF-8.  Invalid UTF-8 in the input is not an error: each maximal
+** ill-formed subsequence is read as one U+FFFD, as Python's
+** decode(errors="replace") does (a stray byte is one U+FFFD; a multi-byte
+** character cut short is one U+FFFD for its bytes), so encode never reads past
+** the buffer and always succeeds on any bytes; NUL bytes are ordinary characters.
 */
 #ifndef RAD_TEXT_H
 #define RAD_TEXT_H
@@ -50,7 +51,7 @@ int rad_text_decode(const RadText *t, const int32_t *ids, int n, int flags, char
 typedef struct RadDetok {
     const RadText *t;
     int flags;
-    int n_emitted;              /* tokens decoded so far (for the leading-space rule) */
+    int n_emitted;              /* the leading-space rule: spaces stripped so far, -1 once text was emitted */
     unsigned char pending[8];
     int n_pending;
 } RadDetok;

@@ -1,0 +1,72 @@
+/*
+** cmd_pull.c: `radiance pull MODEL`: download (or find in the cache) and
+** convert a model without running it.  The work is rad_model_resolve's;
+** this file reads the flags and reports the outcome.
+*/
+#include "app.h"
+#include "model_store.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char usage[] =
+    "usage: radiance pull MODEL [--quant Q] [--offline] [--quiet]\n"
+    "\n"
+    "Download MODEL into the Hugging Face cache (resuming, verifying every file) and convert it\n"
+    "into the model store. MODEL is an alias (qwen3:0.6b), hf:ORG/REPO[@REV][:QUANT], or a local\n"
+    "Hugging Face folder. A model already converted from the commit the revision names now is left\n"
+    "as it is.\n"
+    "\n"
+    "  -q, --quant Q     encoding to convert to: f32, f16, bf16 (default) or q8_0; for a GGUF\n"
+    "                    repository, the file's quantization (default Q4_K_M)\n"
+    "      --offline     use only the cache, never the network (as HF_HUB_OFFLINE=1)\n"
+    "      --quiet       no progress lines, only errors\n"
+    "      --plugins DIR plugin folder for the converter\n"
+    "  -h, --help        this help\n";
+
+int rad_cmd_pull(int argc, char **argv)
+{
+    enum { OFFLINE = 256, QUIET, PLUGINS };
+    static const struct option options[] = {
+        {"quant", required_argument, 0, 'q'}, {"offline", no_argument, 0, OFFLINE},
+        {"quiet", no_argument, 0, QUIET},     {"plugins", required_argument, 0, PLUGINS},
+        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
+    };
+    RadResolveOptions o = {.pull = 1, .log = stderr};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "q:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'q':
+            o.quant = optarg;
+            break;
+        case OFFLINE:
+            o.offline = 1;
+            break;
+        case QUIET:
+            o.quiet = 1;
+            break;
+        case PLUGINS:
+            o.plugin_dir = optarg;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return RAD_EXIT_OK;
+        default:
+            fputs(usage, stderr);
+            return RAD_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "radiance pull: give one MODEL\n%s", usage);
+        return RAD_EXIT_USAGE;
+    }
+    RadResolved r;
+    int rc = rad_model_resolve_ex(argv[optind], &o, &r);
+    if (rc) return rad_app_fail(rc);
+    if (!o.quiet && !r.converted && r.name[0] == 0)
+        fprintf(stderr, "radiance: %s is a .rad file already\n", r.path);
+    free(r.path);
+    return RAD_EXIT_OK;
+}

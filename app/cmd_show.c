@@ -1,0 +1,192 @@
+/*
+** cmd_show.c: `radiance show MODEL`: what the store knows of a converted
+** model (source, commit, file, digest, dates) and what its .rad container
+** holds (architecture, sizes, and the encoding of each kind of tensor),
+** read from the container's header without loading the engine.
+*/
+#include "app.h"
+#include "hub.h"
+#include "model_store.h"
+#include "../formats/rad_container.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage[] =
+    "usage: radiance show MODEL [--quant Q]\n"
+    "\n"
+    "Describe a converted model (a name that radiance list shows, or a .rad file): its source and\n"
+    "digest, its architecture and sizes, and the encoding of each kind of tensor.\n"
+    "\n"
+    "  -q, --quant Q   which quantization, when several are converted\n"
+    "  -h, --help      this help\n";
+
+static void date(const char *label, int64_t t)
+{
+    char buf[64] = "never";
+    if (t) {
+        time_t tt = (time_t)t;
+        struct tm tm;
+        localtime_r(&tt, &tm);
+        strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
+    }
+    printf("%-14s%s\n", label, buf);
+}
+
+static int64_t meta_int(const RadContainer *c, const char *key)
+{
+    const RadMetaKV *kv = rad_meta_table_find(&c->meta, key);
+    return kv && kv->type != RAD_META_STRING ? kv->i : 0;
+}
+
+static const char *meta_str(const RadContainer *c, const char *key)
+{
+    const RadMetaKV *kv = rad_meta_table_find(&c->meta, key);
+    return kv && kv->type == RAD_META_STRING ? kv->s : "?";
+}
+
+/* "blk.12.attn_q.weight" -> "attn_q.weight": a kind of tensor, per layer. */
+static const char *kind_of(const char *name)
+{
+    if (strncmp(name, "blk.", 4) != 0) return name;
+    const char *dot = strchr(name + 4, '.');
+    return dot ? dot + 1 : name;
+}
+
+typedef struct Kind {
+    char name[96];
+    int enc, count;
+    const RadContainerTensor *first;
+    uint64_t bytes;
+} Kind;
+
+static void show_container(const RadContainer *c)
+{
+    char b[32];
+    printf("%-14s%s (%s plugin, %s)\n", "architecture", meta_str(c, "arch.hf_name"), meta_str(c, "arch.id"),
+           meta_str(c, "arch.quant"));
+    printf("%-14s%lld layers, embedding %lld, feed-forward %lld\n", "size",
+           (long long)meta_int(c, "model.n_layers"), (long long)meta_int(c, "model.n_embd"),
+           (long long)meta_int(c, "model.n_ff"));
+    printf("%-14s%lld heads, %lld KV heads, head dim %lld\n", "attention",
+           (long long)meta_int(c, "model.n_head"), (long long)meta_int(c, "model.n_head_kv"),
+           (long long)meta_int(c, "model.head_dim"));
+    printf("%-14s%lld tokens, trained context %lld\n", "vocabulary", (long long)meta_int(c, "model.n_vocab"),
+           (long long)meta_int(c, "model.n_ctx_train"));
+    if (meta_int(c, "model.n_expert"))
+        printf("%-14s%lld, %lld per token\n", "experts", (long long)meta_int(c, "model.n_expert"),
+               (long long)meta_int(c, "model.n_expert_used"));
+
+    Kind *kinds = calloc((size_t)c->n_tensors + 1, sizeof *kinds);
+    int nk = 0;
+    uint64_t total = 0;
+    for (int i = 0; kinds && i < c->n_tensors; i++) {
+        const RadContainerTensor *t = &c->tensors[i];
+        const char *k = kind_of(t->name);
+        int j = 0;
+        while (j < nk && (strcmp(kinds[j].name, k) != 0 || kinds[j].enc != t->enc)) j++;
+        if (j == nk) {
+            snprintf(kinds[nk].name, sizeof kinds[nk].name, "%s", k);
+            kinds[nk].enc = t->enc;
+            kinds[nk].first = t;
+            nk++;
+        }
+        kinds[j].count++;
+        kinds[j].bytes += t->size;
+        total += t->size;
+    }
+    printf("%-14s%d, %s\n", "tensors", c->n_tensors, rad_hub_format_bytes((int64_t)total, b, sizeof b));
+    printf("  %-28s %5s  %-9s %-16s %10s\n", "KIND", "COUNT", "ENCODING", "SHAPE", "BYTES");
+    for (int j = 0; j < nk; j++) {
+        const RadEncodingInfo *e = rad_encoding_info(kinds[j].enc);
+        char shape[64] = "";
+        size_t used = 0;
+        for (int d = 0; d < kinds[j].first->rank && used < sizeof shape; d++)
+            used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%lld", d ? "x" : "",
+                                     (long long)kinds[j].first->shape[d]);
+        printf("  %-28s %5d  %-9s %-16s %10s\n", kinds[j].name, kinds[j].count, e ? e->name : "?",
+               shape[0] ? shape : "scalar", rad_hub_format_bytes((int64_t)kinds[j].bytes, b, sizeof b));
+    }
+    free(kinds);
+    if (c->n_blobs) {
+        printf("%-14s", "files");
+        for (int i = 0; i < c->n_blobs; i++) printf("%s%s", i ? ", " : "", c->blobs[i].name);
+        printf("\n");
+    }
+}
+
+int rad_cmd_show(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"quant", required_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *quant = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "q:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'q':
+            quant = optarg;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return RAD_EXIT_OK;
+        default:
+            fputs(usage, stderr);
+            return RAD_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "radiance show: give one MODEL\n%s", usage);
+        return RAD_EXIT_USAGE;
+    }
+    const char *text = argv[optind];
+    RadModelSpec *spec = calloc(1, sizeof *spec);
+    RadStore *store = NULL;
+    RadStoredModel row = {0};
+    RadContainer *cont = NULL;
+    const char *path = NULL;
+    int rc = spec ? RAD_OK : rad_error_set(RAD_E_NOMEM, "out of memory");
+    int parsed = !rc && rad_model_spec_parse(text, spec) == RAD_OK;
+    if (!rc && parsed && spec->kind == RAD_SPEC_RAD) {
+        path = spec->path;
+    } else if (!rc && !(rc = rad_store_open(&store))) {
+        rc = rad_store_find(store, text, quant, &row);
+        if (rc == RAD_E_NOTFOUND && parsed)
+            rc = rad_store_find(store, spec->name,
+                                quant                   ? quant
+                                : spec->quant_from_spec ? spec->quant
+                                                        : NULL,
+                                &row);
+        if (!rc) path = row.path;
+    }
+    if (!rc) {
+        char b[32];
+        if (row.name) {
+            printf("%-14s%s\n", "model", row.name);
+            printf("%-14s%s\n", "quant", row.quant);
+            if (row.commit_sha[0])
+                printf("%-14s%s@%s (commit %s)\n", "source", row.source, row.revision, row.commit_sha);
+            else
+                printf("%-14s%s\n", "source", row.source);
+            printf("%-14s%s (%s)\n", "file", row.path, rad_hub_format_bytes(row.size, b, sizeof b));
+            printf("%-14s%s\n", "sha256", row.sha256);
+            date("converted", row.created);
+            date("last used", row.last_used);
+        } else {
+            printf("%-14s%s\n", "file", path);
+        }
+        rc = rad_container_open(path, &cont);
+        if (!rc) show_container(cont);
+    }
+    rad_container_close(cont);
+    rad_stored_model_free(&row);
+    rad_store_close(store);
+    free(spec);
+    return rc ? rad_app_fail(rc) : RAD_EXIT_OK;
+}
