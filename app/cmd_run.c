@@ -7,6 +7,7 @@
 */
 #include "app.h"
 #include "../engine/sample.h"
+#include "model_store.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -19,7 +20,10 @@
 static const char usage[] =
     "usage: radiance run -m MODEL --tokens IDS [-n N] [options]\n"
     "\n"
-    "  -m, --model FILE         the .rad model\n"
+    "MODEL is an alias (share/models.tsv), hf:ORG/REPO[@REV][:QUANT], or a path\n"
+    "(.rad, or a Hugging Face folder); a hub model is downloaded and converted once.\n"
+    "\n"
+    "  -m, --model MODEL        the model\n"
     "      --tokens IDS         the prompt as comma-separated token ids\n"
     "  -n, --n-predict N        tokens to generate (default 32; 0 = only evaluate the prompt)\n"
     "      --ignore-eos         keep generating past the end-of-sequence token\n"
@@ -38,6 +42,8 @@ static const char usage[] =
     "      --plugins DIR        plugin folder\n"
     "      --debug-graph        print the resolved program to stderr\n"
     "      --debug-plan         print the memory plan to stderr\n"
+    "      --offline            never use the network (as HF_HUB_OFFLINE=1)\n"
+    "  -q, --quiet              no download or conversion progress\n"
     "  -h, --help               this help\n";
 
 /* Parse "1,2,3" into a fresh array; RAD_E_ARG with a message on bad input. */
@@ -132,7 +138,7 @@ static int is_eos(const RadModelMeta *m, int token)
 int rad_cmd_run(int argc, char **argv)
 {
     enum { TOKENS = 256, DUMP, TEMP, TOPK, TOPP, MINP, PENALTY, LASTN, SEED, KVD, KERNELS, PLUGINS,
-           GRAPH, PLAN, NOEOS };
+           GRAPH, PLAN, NOEOS, OFFLINE };
     static const struct option options[] = {
         {"model", required_argument, 0, 'm'}, {"tokens", required_argument, 0, TOKENS},
         {"n-predict", required_argument, 0, 'n'}, {"dump-logits", required_argument, 0, DUMP},
@@ -143,15 +149,17 @@ int rad_cmd_run(int argc, char **argv)
         {"batch", required_argument, 0, 'b'}, {"kv-dtype", required_argument, 0, KVD},
         {"kernels", required_argument, 0, KERNELS}, {"plugins", required_argument, 0, PLUGINS},
         {"debug-graph", no_argument, 0, GRAPH}, {"debug-plan", no_argument, 0, PLAN},
-        {"ignore-eos", no_argument, 0, NOEOS}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"ignore-eos", no_argument, 0, NOEOS}, {"offline", no_argument, 0, OFFLINE},
+        {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     RadEngineOptions opt = {0};
     RadSamplerParams sp;
     rad_sampler_defaults(&sp);
     const char *tokens_text = NULL, *dump = NULL;
     int n_predict = 32, ignore_eos = 0, c, rc = RAD_OK, seed = 0;
+    RadResolveOptions resolve = {0};
     optind = 1;
-    while (rc == RAD_OK && (c = getopt_long(argc, argv, "m:n:c:b:h", options, NULL)) != -1) {
+    while (rc == RAD_OK && (c = getopt_long(argc, argv, "m:n:c:b:qh", options, NULL)) != -1) {
         switch (c) {
         case 'm': opt.model_path = optarg; break;
         case TOKENS: tokens_text = optarg; break;
@@ -176,6 +184,8 @@ int rad_cmd_run(int argc, char **argv)
         case GRAPH: opt.debug_graph = stderr; break;
         case PLAN: opt.debug_plan = stderr; break;
         case NOEOS: ignore_eos = 1; break;
+        case OFFLINE: resolve.offline = 1; break;
+        case 'q': resolve.quiet = 1; break;
         case 'h': fputs(usage, stdout); return RAD_EXIT_OK;
         default: fputs(usage, stderr); return RAD_EXIT_USAGE;
         }
@@ -188,12 +198,18 @@ int rad_cmd_run(int argc, char **argv)
         return RAD_EXIT_USAGE;
     }
     if ((rc = rad_sampler_check(&sp))) return rad_app_fail(rc);
-    if (access(opt.model_path, R_OK) != 0)
-        return rad_app_fail(rad_error_set(RAD_E_NOTFOUND, "%s: %s", opt.model_path, strerror(errno)));
+    /* Any spec becomes a local .rad: downloaded and converted on first use. */
+    char *model_path = NULL;
+    resolve.plugin_dir = opt.plugin_dir;
+    if ((rc = rad_model_resolve(opt.model_path, &resolve, &model_path))) return rad_app_fail(rc);
+    opt.model_path = model_path;
 
     int32_t *prompt = NULL;
     int n_prompt = 0;
-    if ((rc = parse_ids(tokens_text, &prompt, &n_prompt))) return rad_app_fail(rc);
+    if ((rc = parse_ids(tokens_text, &prompt, &n_prompt))) {
+        free(model_path);
+        return rad_app_fail(rc);
+    }
     opt.logits_all = dump != NULL;
 
     RadEngine *e = NULL;
@@ -233,5 +249,6 @@ done:
     free(prompt);
     free(logits);
     free(history);
+    free(model_path);
     return rc ? rad_app_fail(rc) : RAD_EXIT_OK;
 }
