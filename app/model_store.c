@@ -387,7 +387,7 @@ static int convert_into_store(RadStore *store, const RadResolveOptions *o, const
         return rad_error_set(RAD_E_NOMEM, "out of memory");
     }
     note(o, "converting %s to %s", name, quant);
-    int rc = rad_convert_hf(dir, m.path, quant, o->plugin_dir, o->quiet ? NULL : o->log);
+    int rc = rad_convert_hf_named(dir, m.path, quant, o->plugin_dir, name, o->quiet ? NULL : o->log);
     if (!rc) rc = rad_file_sha256(m.path, m.sha256, &m.size);
     if (!rc) {
         m.name = (char *)name;

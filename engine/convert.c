@@ -255,6 +255,12 @@ static int cmp_group(const void *a, const void *b)
 
 int rad_convert_hf(const char *dir, const char *out_path, const char *quant, const char *plugin_dir, FILE *log)
 {
+    return rad_convert_hf_named(dir, out_path, quant, plugin_dir, NULL, log);
+}
+
+int rad_convert_hf_named(const char *dir, const char *out_path, const char *quant, const char *plugin_dir,
+                         const char *name, FILE *log)
+{
     int enc = rad_encoding_by_name(quant);
     if (enc != RAD_ENC_F32 && enc != RAD_ENC_F16 && enc != RAD_ENC_BF16 && enc != RAD_ENC_Q8_0)
         return rad_error_set(RAD_E_ARG, "--quant %s: choose f32, f16, bf16 or q8_0", quant);
@@ -294,7 +300,7 @@ int rad_convert_hf(const char *dir, const char *out_path, const char *quant, con
     rad_meta_table_set_string(&meta_table, "arch.quant", quant);
     rad_meta_table_set_string(&meta_table, "arch.hf_name", arch->s);
     const char *base = strrchr(dir, '/');
-    rad_meta_table_set_string(&meta_table, "model.name", base && base[1] ? base + 1 : dir);
+    rad_meta_table_set_string(&meta_table, "model.name", name ? name : base && base[1] ? base + 1 : dir);
     RadModelMeta meta;
     rc = rad_meta_from_table(&meta_table, &meta, config_path);
     if (rc) goto done;

@@ -63,6 +63,9 @@ void rad_engine_print_plan(const RadEngine *e, FILE *f);
 ** nothing at out_path unless it succeeds.  Progress lines go to `log`. */
 int rad_convert_hf(const char *dir, const char *out_path, const char *quant,
                    const char *plugin_dir, FILE *log);
+/* The same, recording `name` as the model's name (NULL: the folder's name). */
+int rad_convert_hf_named(const char *dir, const char *out_path, const char *quant,
+                         const char *plugin_dir, const char *name, FILE *log);
 
 /* The installed plugins and kernel libraries, one per line. */
 int rad_list_plugins(const char *plugin_dir, FILE *f);
