@@ -43,8 +43,10 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/u
 OPS_TESTS  := $(patsubst tests/ops/%.c,$(BUILD)/tests/ops/%,$(wildcard tests/ops/test_*.c))
 ARCH_TESTS := $(patsubst tests/arch/%.c,$(BUILD)/tests/arch/%,$(wildcard tests/arch/test_*.c))
 GOLDEN_TESTS := $(patsubst tests/golden/%.c,$(BUILD)/tests/golden/%,$(wildcard tests/golden/test_*.c))
+TEXT_TESTS := $(patsubst tests/text/%.c,$(BUILD)/tests/text/%,$(wildcard tests/text/test_*.c))
+MODEL_TESTS := $(patsubst tests/models/%.c,$(BUILD)/tests/models/%,$(wildcard tests/models/test_*.c))
 
-.PHONY: all test asan install deps clean unit-test ops-test arch-test golden-test e2e-test
+.PHONY: all test asan install deps clean unit-test ops-test arch-test golden-test text-test e2e-test test-models fuzz-smoke
 all: $(BUILD)/radiance $(ARCH_SO) $(KERN_SO)
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -81,9 +83,12 @@ $(BUILD)/tests/arch/%: tests/arch/%.c tests/arch/recording_builder.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< tests/arch/recording_builder.c base/error.c base/encoding.c $(TESTLIBS)
 
-$(BUILD)/tests/golden/%: tests/golden/%.c $(BUILD)/libradcore.a $(HEADERS)
+# Golden, tokenizer and real-model tests drive the core library directly.
+# (The more specific unit/ops/arch rules above win: GNU make prefers the
+# pattern with the shortest stem.)
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libradcore.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(TESTLIBS)
+	$(CC) $(ALL_CFLAGS) $(TEST_INC) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(TESTLIBS)
 
 TEST_ENV = RADIANCE_HOME=$(abspath $(BUILD)) RADIANCE_BIN=$(abspath $(BUILD)/radiance) RADIANCE_SRC=$(CURDIR)
 
@@ -95,11 +100,41 @@ arch-test: all $(ARCH_TESTS)
 	@for t in $(ARCH_TESTS); do echo "== $$t"; $(TEST_ENV) $$t || exit 1; done
 golden-test: all $(GOLDEN_TESTS)
 	@for t in $(GOLDEN_TESTS); do echo "== $$t"; $(TEST_ENV) $$t || exit 1; done
+text-test: all $(TEXT_TESTS)
+	@for t in $(TEXT_TESTS); do echo "== $$t"; $(TEST_ENV) $$t || exit 1; done
 e2e-test: all
 	@for t in tests/e2e/test_*.sh; do echo "== $$t"; $(TEST_ENV) bash $$t || exit 1; done
 
-test: unit-test ops-test arch-test golden-test e2e-test
+test: unit-test ops-test arch-test golden-test text-test e2e-test
 	@echo "all test suites passed"
+
+# Real GGUF models shipped in Python packages, fetched once into a cache
+# outside the repository (tests/models/fetch.sh), then read and run.
+test-models: all $(MODEL_TESTS)
+	bash tests/models/fetch.sh
+	@for t in $(MODEL_TESTS); do echo "== $$t"; $(TEST_ENV) $$t || exit 1; done
+
+# libFuzzer targets for the parsers, each for a bounded time.
+FUZZ_CC    ?= clang
+FUZZ_TIME  ?= 30
+FUZZ_DIR    = $(BUILD)/fuzz
+FUZZ_FLAGS  = -g -O1 -std=c11 -D_GNU_SOURCE -Ibase -Iformats $(WARN) -fsanitize=fuzzer,address,undefined
+FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c formats/gguf.c formats/tokenizer_gguf.c formats/tokenizer.c base/error.c base/encoding.c
+FUZZ_ST_SRC   = tests/fuzz/fuzz_safetensors.c formats/safetensors.c base/error.c base/encoding.c
+$(FUZZ_DIR)/fuzz_gguf: $(FUZZ_GGUF_SRC) tests/fuzz/fuzz_common.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_GGUF_SRC) -lm
+$(FUZZ_DIR)/fuzz_safetensors: $(FUZZ_ST_SRC) tests/fuzz/fuzz_common.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_ST_SRC) -ljansson
+fuzz-smoke: $(FUZZ_DIR)/fuzz_gguf $(FUZZ_DIR)/fuzz_safetensors
+	@for t in gguf safetensors; do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t; echo "== fuzz_$$t, $(FUZZ_TIME) s"; \
+	  $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \
+	    -dict=tests/fuzz/$$t.dict -artifact_prefix=$(FUZZ_DIR)/crash-$$t- \
+	    $(FUZZ_DIR)/corpus/$$t tests/fuzz/seeds/$$t > $(FUZZ_DIR)/fuzz_$$t.log 2>&1 \
+	    || { tail -40 $(FUZZ_DIR)/fuzz_$$t.log; exit 1; }; \
+	  grep -E 'DONE' $(FUZZ_DIR)/fuzz_$$t.log; done
 
 # ------------------------------------------- unit-test plugin fixtures
 # Deliberately broken plugins for tests/unit/test_plugin.c, built from
@@ -164,7 +199,7 @@ install: all
 # Debian packages named in the design; -dev for what we link or will link.
 DEB_PACKAGES = build-essential pkg-config libcmocka-dev libjansson-dev libncurses-dev libreadline-dev \
     libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libutf8proc-dev libmd4c-dev libmd4c-html0-dev \
-    liburing-dev libzstd-dev libssl-dev tmux
+    liburing-dev libzstd-dev libssl-dev tmux clang
 
 deps:
 	apt-get update -qq

@@ -102,11 +102,13 @@ typedef struct RadGguf RadGguf;
 /* Map the GGUF at `path` (and, when it is the first part of a split set, the
 ** other parts beside it) and validate everything listed in docs/GGUF.md.
 ** On success *out owns the maps and tables; close it with rad_gguf_close.
-** Returns 0, RAD_E_ARG, RAD_E_NOTFOUND (no such file, or a split part is
-** missing: the message names it), RAD_E_IO, RAD_E_FORMAT (truncated, damaged
-** or hostile: the message names the file, the field and the byte offset),
-** RAD_E_UNSUPPORTED (version 1, big-endian, a tensor type radiance does not
-** serve: named by number and name) or RAD_E_NOMEM.  *out is NULL on failure. */
+** Returns 0, RAD_E_ARG (a NULL argument, or a split part other than the
+** first: the message names the first), RAD_E_NOTFOUND (no such file, or a
+** split part is missing: the message names it), RAD_E_IO, RAD_E_FORMAT
+** (truncated, damaged or hostile: the message names the file, the field and
+** the byte offset), RAD_E_UNSUPPORTED (version 1, big-endian, a tensor type
+** radiance does not serve: named by number and name) or RAD_E_NOMEM.  *out
+** is NULL on failure. */
 int rad_gguf_open(const char *path, RadGguf **out);
 
 /* Unmap and free everything; every pointer handed out becomes invalid.
