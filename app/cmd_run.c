@@ -8,6 +8,7 @@
 #include "app.h"
 #include "../engine/sample.h"
 #include "model_store.h"
+#include "../engine/text/rad_text.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -18,13 +19,18 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "usage: radiance run -m MODEL --tokens IDS [-n N] [options]\n"
+    "usage: radiance run [-m] MODEL [PROMPT...] [options]\n"
+    "       radiance run [-m] MODEL --tokens IDS [options]\n"
+    "\n"
+    "Complete the prompt (raw: no chat template yet) and print the continuation,\n"
+    "streamed. The prompt is standard input when it is piped, then the PROMPT\n"
+    "arguments. With --tokens the prompt is token ids and so is the answer.\n"
     "\n"
     "MODEL is an alias (share/models.tsv), hf:ORG/REPO[@REV][:QUANT], or a path\n"
     "(.rad, or a Hugging Face folder); a hub model is downloaded and converted once.\n"
     "\n"
     "  -m, --model MODEL        the model\n"
-    "      --tokens IDS         the prompt as comma-separated token ids\n"
+    "      --tokens IDS         the prompt as comma-separated token ids (prints ids back)\n"
     "  -n, --n-predict N        tokens to generate (default 32; 0 = only evaluate the prompt)\n"
     "      --ignore-eos         keep generating past the end-of-sequence token\n"
     "      --dump-logits FILE   write the f32 logits of every prompt position ([n_tokens, vocab], row-major)\n"
@@ -83,6 +89,41 @@ static int parse_ids(const char *text, int32_t **out, int *n_out)
     return RAD_OK;
 }
 
+/* The prompt: standard input when it is piped, then the PROMPT arguments
+** joined by spaces, the two separated by a blank line.  NUL-terminated. */
+static char *prompt_text(int argc, char **argv, int piped, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf && piped) {
+        if (cap - n < 2) {
+            char *grown = realloc(buf, cap *= 2);
+            if (!grown) { free(buf); return NULL; }
+            buf = grown;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, stdin);
+        if (got == 0) break;
+        n += got;
+    }
+    for (int i = 0; buf && i < argc; i++) {
+        size_t add = strlen(argv[i]);
+        if (n + add + 3 > cap) {
+            cap = (n + add + 3) * 2;
+            char *grown = realloc(buf, cap);
+            if (!grown) { free(buf); return NULL; }
+            buf = grown;
+        }
+        if (i == 0 && n > 0) { memcpy(buf + n, "\n\n", 2); n += 2; }
+        else if (i > 0) buf[n++] = ' ';
+        memcpy(buf + n, argv[i], add);
+        n += add;
+    }
+    if (!buf) return NULL;
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
 static int parse_int(const char *flag, const char *text, long lo, long hi, int *out)
 {
     char *end;
@@ -122,9 +163,11 @@ static int write_logits(const char *path, const float *logits, size_t n)
     return RAD_OK;
 }
 
-/* The model's end-of-sequence ids (config's eos_token_id, an int or a list). */
-static int is_eos(const RadModelMeta *m, int token)
+/* The model's end-of-sequence ids: the tokenizer's EOS, and config's
+** eos_token_id (an int or a list). */
+static int is_eos(const RadModelMeta *m, const RadText *tok, int token)
 {
+    if (tok && rad_text_data(tok)->eos_id == token) return 1;
     if (rad_meta_geti(m, "eos_token_id", -1) == token) return 1;
     int64_t n = rad_meta_geti(m, "eos_token_id.length", 0);
     for (int64_t i = 0; i < n; i++) {
@@ -192,9 +235,14 @@ int rad_cmd_run(int argc, char **argv)
     }
     if (rc) return rad_app_fail(rc);
     if (!opt.model_path && optind < argc) opt.model_path = argv[optind++];
-    if (!opt.model_path || !tokens_text) {
+    int have_args = optind < argc, piped = !isatty(STDIN_FILENO);
+    if (!opt.model_path || (!tokens_text && !have_args && !piped)) {
         fprintf(stderr, "radiance run: %s\n%s", !opt.model_path ? "a model is required (-m MODEL)"
-                                                                 : "a prompt is required (--tokens IDS)", usage);
+                : "a prompt is required: PROMPT arguments, standard input, or --tokens IDS", usage);
+        return RAD_EXIT_USAGE;
+    }
+    if (tokens_text && have_args) {
+        fprintf(stderr, "radiance run: give the prompt as text or as --tokens, not both\n");
         return RAD_EXIT_USAGE;
     }
     if ((rc = rad_sampler_check(&sp))) return rad_app_fail(rc);
@@ -203,47 +251,81 @@ int rad_cmd_run(int argc, char **argv)
     resolve.plugin_dir = opt.plugin_dir;
     if ((rc = rad_model_resolve(opt.model_path, &resolve, &model_path))) return rad_app_fail(rc);
     opt.model_path = model_path;
-
-    int32_t *prompt = NULL;
-    int n_prompt = 0;
-    if ((rc = parse_ids(tokens_text, &prompt, &n_prompt))) {
-        free(model_path);
-        return rad_app_fail(rc);
-    }
     opt.logits_all = dump != NULL;
 
     RadEngine *e = NULL;
     RadSampler *sampler = NULL;
     float *logits = NULL;
-    int32_t *history = NULL;
-    int seq = -1;
+    int32_t *history = NULL, *prompt = NULL;
+    char *text = NULL, *piece = NULL;
+    int n_prompt = 0, seq = -1;
     rc = rad_engine_open(&opt, &e);
     if (rc) goto done;
+    const RadText *tok = rad_engine_text(e);
+    if (tokens_text) {
+        rc = parse_ids(tokens_text, &prompt, &n_prompt);
+    } else {
+        size_t len = 0;
+        if (!tok) {
+            rc = rad_error_set(RAD_E_NOTFOUND, "%s: the model has no tokenizer: give the prompt as --tokens IDS",
+                               model_path);
+            goto done;
+        }
+        if (!(text = prompt_text(argc - optind, argv + optind, piped, &len))) {
+            rc = rad_error_set(RAD_E_NOMEM, "out of memory reading the prompt");
+            goto done;
+        }
+        rc = rad_text_encode(tok, text, len, RAD_ENCODE_ADD_SPECIAL | RAD_ENCODE_PARSE_SPECIAL, &prompt, &n_prompt);
+        if (rc == RAD_OK && n_prompt == 0) rc = rad_error_set(RAD_E_ARG, "the prompt is empty");
+    }
+    if (rc) goto done;
+
     const int vocab = rad_engine_n_vocab(e);
     logits = malloc((size_t)(dump ? n_prompt : 1) * (size_t)vocab * sizeof *logits);
-    history = malloc((size_t)(n_prompt + n_predict + 1) * sizeof *history);
+    history = malloc(((size_t)n_prompt + (size_t)n_predict + 1) * sizeof *history);
     if (!logits || !history) { rc = rad_error_set(RAD_E_NOMEM, "out of memory"); goto done; }
     if ((rc = rad_sampler_create(&sp, vocab, &sampler))) goto done;
     if ((rc = rad_engine_seq_new(e, &seq))) goto done;
     if ((rc = rad_engine_eval(e, seq, prompt, n_prompt, logits))) goto done;
     if (dump && (rc = write_logits(dump, logits, (size_t)n_prompt * vocab))) goto done;
 
+    /* Text prompts get text back, streamed a whole character at a time; token
+    ** prompts get ids. */
+    RadDetok detok;
+    size_t piece_cap = 0;
+    if (!tokens_text) {
+        rad_detok_init(&detok, tok, RAD_DECODE_SKIP_SPECIAL);
+        piece_cap = rad_detok_max_bytes(tok) + 16;
+        if (!(piece = malloc(piece_cap))) { rc = RAD_E_NOMEM; goto done; }
+    }
     memcpy(history, prompt, (size_t)n_prompt * sizeof *history);
     int n_history = n_prompt;
     const float *last = dump ? logits + (size_t)(n_prompt - 1) * vocab : logits;
     for (int i = 0; i < n_predict; i++) {
         int token = rad_sampler_pick(sampler, last, history, n_history, n_history);
         history[n_history++] = token;
-        printf("%s%d", i ? "," : "", token);
+        int stop = !ignore_eos && is_eos(rad_engine_meta(e), tok, token);
+        if (tokens_text) {
+            printf("%s%d", i ? "," : "", token);
+        } else if (!stop) {
+            size_t wrote = 0;
+            if ((rc = rad_detok_push(&detok, token, piece, piece_cap, &wrote))) break;
+            fwrite(piece, 1, wrote, stdout);
+        }
         fflush(stdout);
-        if (!ignore_eos && is_eos(rad_engine_meta(e), token)) break;
-        if (i + 1 == n_predict) break;
+        if (stop || i + 1 == n_predict) break;
         if ((rc = rad_engine_eval(e, seq, &history[n_history - 1], 1, logits))) break;
         last = logits;
+    }
+    if (!tokens_text && piece) {
+        size_t wrote = 0;
+        if (rad_detok_flush(&detok, piece, piece_cap, &wrote) == RAD_OK) fwrite(piece, 1, wrote, stdout);
     }
     if (n_predict > 0) printf("\n");
 
 done:
+    free(text);
+    free(piece);
     rad_sampler_free(sampler);
     rad_engine_close(e);
     free(prompt);

@@ -1171,13 +1171,17 @@ static int download_all(RadHub *h, const char *repo, const char *commit, const R
         if (wait_ms > 100) wait_ms = 100;
         curl_multi_poll(h->multi, NULL, 0, wait_ms, NULL);
     }
-    /* Stop what is still running; its partial file stays for next time. */
+    /* Stop what is still running; its partial file stays for next time,
+    ** unless nothing reached it (removed while the lock is still ours). */
     for (int i = 0; i < n; i++) {
         Transfer *t = &ts[i];
         if (t->state == T_ACTIVE) {
             curl_multi_remove_handle(h->multi, t->easy);
             t->state = T_FAILED;
         }
+        struct stat st;
+        if (t->state != T_DONE && t->part && t->lock_fd >= 0 && stat(t->part, &st) == 0 && st.st_size == 0)
+            unlink(t->part);
         t_release(t);
         if (t->easy) curl_easy_cleanup(t->easy);
         curl_slist_free_all(t->headers);

@@ -16,7 +16,7 @@ static const char usage[] =
     "usage: radiance COMMAND [OPTIONS]\n"
     "\n"
     "commands:\n"
-    "  run -m MODEL --tokens IDS [-n N]   generate from token ids (see radiance run --help)\n"
+    "  run MODEL [PROMPT...]              complete a prompt (or --tokens IDS); stdin when piped\n"
     "  convert DIR -o OUT.rad [--quant Q]  convert a Hugging Face folder into a .rad model\n"
     "  info --plugins | --kernels | --graph MODEL\n"
     "                                     list plugins and kernels, or print a model's program\n"
@@ -24,6 +24,7 @@ static const char usage[] =
     "  list [--json]                      converted models and partial downloads\n"
     "  rm MODEL [--purge]                 remove a converted model (and its downloads)\n"
     "  show MODEL                         a converted model's source, sizes and encodings\n"
+    "  tokenize -m MODEL [TEXT...]        token ids of a text (--decode IDS for the reverse)\n"
     "\n"
     "options:\n"
     "  -h, --help      this help; COMMAND --help for a command's\n"
@@ -74,6 +75,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return rad_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "convert")) return rad_cmd_convert(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return rad_cmd_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tokenize")) return rad_cmd_tokenize(argc - 1, argv + 1);
     if (!strcmp(cmd, "pull")) return rad_cmd_pull(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return rad_cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "rm")) return rad_cmd_rm(argc - 1, argv + 1);

@@ -13,6 +13,7 @@
 #include "engine_internal.h"
 #include "../formats/checkpoint.h"
 #include "../formats/quantize.h"
+#include "../formats/tokenizer.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -246,6 +247,31 @@ static int find_plugin(const RadPluginSet *set, const char *hf_arch, const char 
                          quant, family->info->arch_id, list);
 }
 
+/* The tokenizer in its compact form ("tokenizer.bin"), so a model loads it
+** without parsing JSON.  A checkpoint without tokenizer.json converts without
+** one (it then runs from token ids); one whose tokenizer we cannot run is
+** refused here, with the reason, rather than at the first prompt. */
+static int add_tokenizer(const RadCheckpoint *ck, RadContainerWriter *w, const char *dir)
+{
+    char *json = NULL, *config = NULL;
+    size_t len = 0, config_len = 0;
+    if (rad_checkpoint_read_file(ck, "tokenizer.json", &json, &len) != RAD_OK) return RAD_OK;
+    if (rad_checkpoint_read_file(ck, "tokenizer_config.json", &config, &config_len) != RAD_OK) config = NULL;
+    char name[4200];
+    snprintf(name, sizeof name, "%s/tokenizer.json", dir);
+    RadTokenizer *t = NULL;
+    void *blob = NULL;
+    size_t blob_len = 0;
+    int rc = rad_tokenizer_from_json(json, len, config, config_len, name, &t);
+    if (rc == RAD_OK) rc = rad_tokenizer_serialize(t, &blob, &blob_len);
+    if (rc == RAD_OK) rc = rad_container_add_blob(w, "tokenizer.bin", blob, blob_len);
+    free(blob);
+    rad_tokenizer_free(t);
+    free(json);
+    free(config);
+    return rc;
+}
+
 static int cmp_group(const void *a, const void *b)
 {
     const RadWeightEntry *const *x = a, *const *y = b;
@@ -360,6 +386,8 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
         goto done;
     }
 
+    rc = add_tokenizer(ck, w, dir);
+    if (rc) goto done;
     static const char *side_files[] = {"config.json", "tokenizer.json", "tokenizer_config.json",
                                        "generation_config.json"};
     for (size_t i = 0; i < sizeof side_files / sizeof *side_files; i++) {

@@ -10,6 +10,7 @@
 ** the plugin's step issues ops, which rad_issue hands to the chosen kernels.
 */
 #include "engine_internal.h"
+#include "text/rad_text.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ struct RadEngine {
     uint8_t *arena;
     int64_t arena_bytes;
     RadKvPool kv;
+    RadText *text;              /* NULL when the model has no tokenizer */
     /* Step scratch, sized at open so a step never allocates. */
     int32_t *positions, *token_seq, *out_ids, *cu_seqlens, *seq_ids, *kv_tables;
     RadKvView *views;
@@ -231,6 +233,9 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     if (rc) return fail_open(e, rc);
     rc = rad_meta_from_table(&e->container->meta, &e->meta, opt->model_path);
     if (rc) return fail_open(e, rc);
+    rc = rad_text_from_container(e->container, &e->text);
+    if (rc == RAD_E_NOTFOUND) rad_error_clear();     /* a model may carry no tokenizer */
+    else if (rc) return fail_open(e, rc);
 
     char *dir = rad_plugin_dir_resolve(opt->plugin_dir);
     rc = rad_plugins_load(dir, &e->plugins);
@@ -300,6 +305,7 @@ void rad_engine_close(RadEngine *e)
 {
     if (!e) return;
     rad_kv_pool_free(&e->kv);
+    rad_text_free(e->text);
     rad_builder_free(&e->b);
     if (e->plugins.dir) rad_plugins_free(&e->plugins);
     if (e->container) rad_container_close(e->container);
@@ -310,6 +316,7 @@ void rad_engine_close(RadEngine *e)
 }
 
 const RadModelMeta *rad_engine_meta(const RadEngine *e) { return &e->meta; }
+const RadText *rad_engine_text(const RadEngine *e) { return e->text; }
 int rad_engine_n_vocab(const RadEngine *e) { return e->meta.n_vocab; }
 int rad_engine_max_ctx(const RadEngine *e) { return e->ctx.max_ctx; }
 

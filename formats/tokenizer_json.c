@@ -27,7 +27,6 @@
 #include "tokenizer.h"
 
 #include <jansson.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +34,9 @@
 
 /* Ids beyond this are refused: it bounds the token table we allocate from
 ** numbers a hostile file chooses. */
-#define TOK_MAX_VOCAB (1 << 24)
+#define TOK_MAX_VOCAB  (1 << 24)
+#define TOK_MAX_MERGES (1 << 26)
+#define TOK_MAX_ADDED  (1 << 20)
 
 /* The import in progress: the file's name for messages and the result. */
 typedef struct Import {
@@ -44,16 +45,45 @@ typedef struct Import {
     int32_t model_unk; /* unk id from the model section, -1 when none */
 } Import;
 
-/* Set "NAME: <message>" and return `code`. */
+/* Set "PREFIX: <message>" and return `code`.  Token texts go into messages
+** and may hold newlines or other control characters ("\n\n" is a token),
+** so those are written as escapes: a message stays one line. */
+static int fail_as(const char *prefix, int code, const char *fmt, va_list ap)
+{
+    char what[512], line[2048];
+    vsnprintf(what, sizeof what, fmt, ap);
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)what; *p && o + 5 < sizeof line; p++) {
+        if (*p == '\n')
+            o += (size_t)snprintf(line + o, sizeof line - o, "\\n");
+        else if (*p < 0x20 || *p == 0x7F)
+            o += (size_t)snprintf(line + o, sizeof line - o, "\\x%02x", *p);
+        else
+            line[o++] = (char)*p;
+    }
+    line[o] = 0;
+    return rad_error_set(code, "%s: %s", prefix, line);
+}
+
 static int fail(const Import *im, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(const Import *im, int code, const char *fmt, ...)
 {
-    char what[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    int rc = fail_as(im->name, code, fmt, ap);
     va_end(ap);
-    return rad_error_set(code, "%s: %s", im->name, what);
+    return rc;
+}
+
+/* The same for tokenizer_config.json. */
+static int fail_config(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail_config(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = fail_as("tokenizer_config.json", code, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 /* A malloc'd copy of a JSON string value (NUL bytes inside are refused by
@@ -365,7 +395,8 @@ static int read_model(Import *im, const json_t *model, const json_t *added)
     }
 
     size_t n = json_array_size(merges);
-    if (n > INT_MAX / 2) return fail(im, RAD_E_FORMAT, "model has too many merges (%zu)", n);
+    if (n > TOK_MAX_MERGES)
+        return fail(im, RAD_E_UNSUPPORTED, "model has %zu merges, more than %d", n, TOK_MAX_MERGES);
     t->merge_left = calloc(n ? n : 1, sizeof *t->merge_left);
     t->merge_right = calloc(n ? n : 1, sizeof *t->merge_right);
     t->merge_ids = malloc(3 * (n ? n : 1) * sizeof *t->merge_ids);
@@ -402,6 +433,9 @@ static int read_added(Import *im, const json_t *added, const json_t *vocab)
     RadTokenizer *t = im->t;
     size_t i;
     const json_t *a;
+    if (json_array_size(added) > TOK_MAX_ADDED)
+        return fail(im, RAD_E_UNSUPPORTED, "%zu added_tokens are more than %d", json_array_size(added),
+                    TOK_MAX_ADDED);
     t->added = calloc(json_array_size(added) + 1, sizeof *t->added);
     if (!t->added) return RAD_E_NOMEM;
     json_array_foreach(added, i, a)
@@ -593,10 +627,10 @@ static int read_config(Import *im, const char *config_json, size_t config_len)
     json_error_t err;
     /* model_max_length is often 1e30, past a 64-bit integer: read numbers as reals. */
     json_t *c = json_loadb(config_json, config_len, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &err);
-    if (!c) return rad_error_set(RAD_E_FORMAT, "tokenizer_config.json: line %d: %s", err.line, err.text);
+    if (!c) return fail_config(RAD_E_FORMAT, "line %d: %s", err.line, err.text);
     int rc = RAD_OK;
     if (!json_is_object(c)) {
-        rc = rad_error_set(RAD_E_FORMAT, "tokenizer_config.json: not a JSON object");
+        rc = fail_config(RAD_E_FORMAT, "not a JSON object");
         goto done;
     }
     static const char *const keys[] = {"bos_token", "eos_token", "pad_token"};
@@ -606,18 +640,16 @@ static int read_config(Import *im, const char *config_json, size_t config_len)
         const char *s = config_token_text(v);
         if (!s) continue;
         int32_t id = find_token(t, s);
+        if (id < 0 && k == 2) continue; /* padding plays no part in inference */
         if (id < 0) {
-            rc = rad_error_set(RAD_E_FORMAT, "tokenizer_config.json: %s '%s' is not a token of %s", keys[k],
-                               s, im->name);
+            rc = fail_config(RAD_E_FORMAT, "%s '%s' is not a token of %s", keys[k], s, im->name);
             goto done;
         }
         /* The post-processor's own BOS/EOS is what encode adds; a config that
         ** names another token would make one id mean two things. */
         if ((k == 0 && t->add_bos && id != t->bos_id) || (k == 1 && t->add_eos && id != t->eos_id)) {
-            rc = rad_error_set(
-                RAD_E_UNSUPPORTED,
-                "tokenizer_config.json: %s '%s' differs from the token %s's post_processor adds", keys[k], s,
-                im->name);
+            rc = fail_config(RAD_E_UNSUPPORTED, "%s '%s' differs from the token %s's post_processor adds",
+                             keys[k], s, im->name);
             goto done;
         }
         *dst[k] = id;
@@ -636,8 +668,7 @@ static int read_config(Import *im, const char *config_json, size_t config_len)
     }
     if (json_is_string(tpl)) {
         if (has_nul(tpl)) {
-            rc = rad_error_set(RAD_E_UNSUPPORTED,
-                               "tokenizer_config.json: a chat_template holding a NUL byte is not supported");
+            rc = fail_config(RAD_E_UNSUPPORTED, "a chat_template holding a NUL byte is not supported");
             goto done;
         }
         t->chat_template = dup_string(tpl);

@@ -194,9 +194,8 @@ static int merge_triple(const RadTokenizer *t, const Index *ix, int r, int32_t o
     for (int k = 0; k < 3; k++) {
         int32_t id = t->merge_ids ? t->merge_ids[3 * (size_t)r + (size_t)k] : index_find(ix, t, want[k]);
         if (id < 0 || id >= t->n_vocab || !t->token[id] || strcmp(t->token[id], want[k]) != 0)
-            return rad_error_set(RAD_E_FORMAT,
-                                 "tokenizer: merge %d ('%s' '%s') does not name tokens of the vocabulary", r,
-                                 l, rt);
+            return rad_error_set(RAD_E_FORMAT, "tokenizer: merge %d does not name tokens of the vocabulary",
+                                 r);
         out[k] = id;
     }
     return RAD_OK;

@@ -39,6 +39,11 @@ int  rad_engine_open(const RadEngineOptions *opt, RadEngine **out);
 void rad_engine_close(RadEngine *e);
 
 const RadModelMeta *rad_engine_meta(const RadEngine *e);
+
+/* The model's tokenizer (engine/text/rad_text.h), or NULL when the model
+** carries none (it then runs from token ids only). */
+struct RadText;
+const struct RadText *rad_engine_text(const RadEngine *e);
 int  rad_engine_n_vocab(const RadEngine *e);
 int  rad_engine_max_ctx(const RadEngine *e);
 

@@ -66,4 +66,17 @@ int  rad_detok_flush(RadDetok *d, char *out, size_t cap, size_t *written);
 /* The most bytes one push can produce for this tokenizer. */
 size_t rad_detok_max_bytes(const RadText *t);
 
+/* ------------------------------------------------ finding a model's tokenizer */
+
+struct RadContainer;
+
+/* The tokenizer a .rad container carries: the compact "tokenizer.bin" blob,
+** else its tokenizer.json (+ tokenizer_config.json) blobs.  RAD_E_NOTFOUND
+** with a message when the model has none. */
+int rad_text_from_container(const struct RadContainer *c, RadText **out);
+
+/* A tokenizer from a path: a .rad model, a .gguf file (its tokenizer.ggml.*
+** metadata), or a tokenizer.json (tokenizer_config.json beside it is read). */
+int rad_text_open_path(const char *path, RadText **out);
+
 #endif /* RAD_TEXT_H */

@@ -179,9 +179,9 @@ static void row_unknown(const RadText *t, TextBpe *b, Row *r, const unsigned cha
     const RadTokenizer *d = t->d;
     if (d->byte_fallback) {
         int all = 1;
-        for (int i = 0; i < k; i++) all &= t->byte_sym[c[i]] >= 0;
+        for (int i = 0; i < k; i++) all &= t->fallback_sym[c[i]] >= 0;
         if (all) {
-            for (int i = 0; i < k; i++) row_known(b, r, t->byte_sym[c[i]], d->unk_id);
+            for (int i = 0; i < k; i++) row_known(b, r, t->fallback_sym[c[i]], d->unk_id);
             return;
         }
     }

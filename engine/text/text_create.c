@@ -5,12 +5,14 @@
 ** merge pair -> rank with each rank's result, the byte-level alphabet, the
 ** single-byte and single-ASCII-character tokens the BPE model starts from,
 ** the Split regexes (PCRE2, JIT when the platform has it) and the two tries
-** that find added tokens.  After rad_text_create returns nothing in the
-** RadText changes, which is what lets threads share it.
+** that find added tokens.  After rad_text_create returns, nothing in the
+** RadText changes but the spare scratch encode calls pass along (taken and
+** returned atomically), which is what lets threads share one.
 **
-** The tables are open-addressing hashes sized to a power of two at twice the
-** entries, so a 262k vocabulary with 515k merges builds with a few million
-** probes and no per-entry allocation.
+** The tables are open-addressing hashes with linear probing, sized to a power
+** of two at least twice their entries (the pair table, whose slots are
+** larger, four thirds), so a 262k vocabulary with 515k merges builds with a
+** few million probes and no per-entry allocation.
 */
 #include "text_internal.h"
 
@@ -213,9 +215,8 @@ static int build_merges(RadText *t)
             m->right = text_vocab_find(t, rt, nr);
             m->result = text_vocab_find(t, joined, nl + nr);
             if (m->left < 0 || m->right < 0 || m->result < 0)
-                return rad_error_set(RAD_E_FORMAT,
-                                     "tokenizer: merge %d ('%s' '%s') names a token not in the vocabulary", r,
-                                     l, rt);
+                return rad_error_set(RAD_E_FORMAT, "tokenizer: merge %d names a token not in the vocabulary",
+                                     r);
         }
     }
     /* Index by pair.  The table is far larger than the caches, so the slot a
@@ -253,19 +254,16 @@ static void build_alphabet(RadText *t)
 }
 
 /* The tokens the model starts from: for byte-level BPE the one-character
-** token of each byte; for SentencePiece style the <0xNN> byte-fallback
-** tokens and the single ASCII characters. */
+** token of each byte; the <0xNN> byte-fallback tokens; the single ASCII
+** characters (SentencePiece style looks characters up). */
 static void build_symbols(RadText *t)
 {
     char buf[8];
     for (int b = 0; b < 256; b++) {
-        if (t->d->model == RAD_TOK_BPE_BYTELEVEL) {
-            int n = text_utf8_put(buf, t->byte_char[b]);
-            t->byte_sym[b] = text_model_find(t, buf, (size_t)n);
-        } else {
-            snprintf(buf, sizeof buf, "<0x%02X>", b);
-            t->byte_sym[b] = text_model_find(t, buf, 6);
-        }
+        int n = text_utf8_put(buf, t->byte_char[b]);
+        t->byte_sym[b] = t->d->model == RAD_TOK_BPE_BYTELEVEL ? text_model_find(t, buf, (size_t)n) : -1;
+        snprintf(buf, sizeof buf, "<0x%02X>", b);
+        t->fallback_sym[b] = text_model_find(t, buf, 6);
     }
     for (int c = 0; c < 128; c++) {
         buf[0] = (char)c;
@@ -430,8 +428,10 @@ static int check_data(const RadTokenizer *d)
     if (d->decoder != RAD_TOK_DECODE_BYTELEVEL && d->decoder != RAD_TOK_DECODE_SPM)
         return rad_error_set(RAD_E_UNSUPPORTED, "tokenizer: decoder kind %d is not supported", d->decoder);
     if (d->n_vocab <= 0 || !d->token) return rad_error_set(RAD_E_FORMAT, "tokenizer: empty vocabulary");
-    if (d->n_merges < 0 || d->n_norm < 0 || d->n_pre < 0 || d->n_added < 0)
-        return rad_error_set(RAD_E_FORMAT, "tokenizer: negative count");
+    /* The store's limits; they also keep every table size within 32 bits. */
+    if (d->n_vocab > (1 << 24) || d->n_merges < 0 || d->n_merges > (1 << 26) || d->n_norm < 0 ||
+        d->n_pre < 0 || d->n_added < 0 || d->n_added > (1 << 20))
+        return rad_error_set(RAD_E_FORMAT, "tokenizer: a count is negative or too large");
     for (int i = 0; i < d->n_norm; i++) {
         const RadTokStep *st = &d->norm[i];
         int ok = st->kind == RAD_TOK_NORM_NFC || (st->kind == RAD_TOK_NORM_PREPEND && st->arg) ||
@@ -464,7 +464,6 @@ int rad_text_create(RadTokenizer *data, RadText **out)
         return rad_error_set(RAD_E_NOMEM, "tokenizer: out of memory");
     }
     t->d = data;
-    for (int i = 0; i < data->n_norm; i++) t->has_nfc |= data->norm[i].kind == RAD_TOK_NORM_NFC;
     build_alphabet(t);
     if (!(rc = build_vocab(t)) && !(rc = mark_added(t)) && !(rc = build_merges(t)) &&
         !(rc = build_regexes(t)) && !(rc = build_tries(t))) {

@@ -80,26 +80,31 @@ struct RadText {
     RadTokenizer *d;
     uint32_t *len;       /* [n_vocab] byte length of each token (0 for holes) */
     TextVocab vocab;     /* every token, including added ones */
-    int32_t n_model;     /* ids at or past this that are added tokens are outside the BPE model's vocab */
     uint8_t *is_added;   /* [n_vocab] 1 for added tokens, 2 for those with a normalized text */
     uint8_t *is_special; /* [n_vocab] 1 for special added tokens (skipped by SKIP_SPECIAL) */
-    TextMerge *merge;    /* [n_merges] by rank; left = -1 for a merge we could not resolve */
+    /* Ids at or past n_model that are added tokens lie outside the BPE
+    ** model's own vocabulary, which HF keeps apart from the added ones. */
+    int32_t n_model;
+    TextMerge *merge; /* [n_merges] by rank */
     TextPairs pairs;
-    int32_t
-        byte_sym[256]; /* byte-level: id of the one-char token for each byte; SPM: id of <0xNN>; -1 none */
-    int32_t ascii_sym[128];  /* SPM: id of each ASCII character as a token, -1 none */
-    uint16_t byte_char[256]; /* the byte-level alphabet: byte -> code point */
-    int16_t char_byte[512];  /* and back: code point (< 512) -> byte, -1 when not in the alphabet */
-    pcre2_code **re;         /* [n_pre] compiled Split regex (NULL for other steps) */
-    pcre2_code *gpt2;        /* ByteLevel's own split, when a ByteLevel step has use_regex */
-    int jit;                 /* the regexes were JIT-compiled */
-    TextTrie raw;            /* added tokens matched in the raw text (normalized = 0) */
-    TextTrie norm;           /* and in normalized text (normalized = 1), by their normalized form */
-    char **norm_content;     /* [n_added] normalized form of each added token, NULL unless normalized */
-    int32_t *norm_added;     /* [n_norm_added] indexes into added[] of normalized tokens, sorted by id */
+
+    /* What the BPE model starts from (-1 where the vocabulary lacks it). */
+    int32_t byte_sym[256];     /* byte-level: the one-character token of each byte */
+    int32_t fallback_sym[256]; /* the <0xNN> byte-fallback tokens */
+    int32_t ascii_sym[128];    /* each ASCII character as a token */
+    uint16_t byte_char[256];   /* the byte-level alphabet: byte -> code point */
+    int16_t char_byte[512];    /* and back: code point (< 512) -> byte, -1 outside it */
+
+    pcre2_code **re;     /* [n_pre] compiled Split regex (NULL for other steps) */
+    pcre2_code *gpt2;    /* ByteLevel's own split, when a ByteLevel step has use_regex */
+    int jit;             /* the regexes were JIT-compiled */
+    TextTrie raw;        /* added tokens matched in the raw text (normalized = 0) */
+    TextTrie norm;       /* and in normalized text (normalized = 1), by their normalized form */
+    char **norm_content; /* [n_added] normalized form of each added token, NULL unless normalized */
+    int32_t *norm_added; /* [n_norm_added] indexes into added[] of normalized tokens, sorted by id */
     int n_norm_added;
-    int has_nfc;            /* some normalizer step is NFC */
     size_t max_token_bytes; /* the longest decoded token, for rad_detok_max_bytes */
+
     /* The one thing that changes after create: an encode call's scratch
     ** (with its word cache), left here for the next call.  A call takes it
     ** with an atomic exchange, so concurrent calls never share one; a call

@@ -59,7 +59,7 @@ $R pull tiny 2>"$WORK/err" && ok "pull of an alias on a cold cache" || not_ok "p
 grep -q "verified sha256" "$WORK/err" && grep -q "verified git sha1" "$WORK/err" \
     && ok "plain progress lines name each verification (stderr is not a terminal)" || not_ok "progress: $(cat "$WORK/err")"
 [ "$(logq "$m" "sorted(set(x['path'].split('/')[-1] for x in r if '/resolve/' in x['path']))")" = \
-  "['config.json', 'generation_config.json', 'model.safetensors']" ] \
+  "['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']" ] \
     && ok "only the files the model needs are fetched (no README, onnx/, .gitattributes)" \
     || not_ok "fetched: $(logq "$m" "[x['path'] for x in r]")"
 [ "$(logq "$m" "sum(1 for x in r if 'tree' in x['path'])")" -ge 3 ] \
@@ -79,7 +79,7 @@ path=$($R list --json | python3 -c "import json,sys; print([m['path'] for m in j
 [ -f "$path" ] && ok "list --json names the converted file" || not_ok "list --json: $path"
 got=$($R run -m "$path" --tokens "$(cut -d, -f1-8 "$FIXTURES/llama/tokens.txt")" -n 16 --temp 0 --kv-dtype f32)
 [ "$got" = "$(cat "$FIXTURES/llama/greedy.txt")" ] && ok "the pulled model generates HF's greedy ids" || not_ok "run: $got"
-$R list >"$WORK/out" && grep -Eq "^tiny +test/tiny-llama@${TINY:0:7} +f32 +1\.0 MiB +never" "$WORK/out" \
+$R list >"$WORK/out" && grep -Eq "^tiny +test/tiny-llama@${TINY:0:7} +f32 +1\.[0-9] MiB +never" "$WORK/out" \
     && ok "list shows name, source, quant, size, last use" || not_ok "list: $(cat "$WORK/out")"
 $R show tiny >"$WORK/out" && grep -q "LlamaForCausalLM" "$WORK/out" && grep -Eq "attn_q.weight +3 +f32 +64x64" "$WORK/out" \
     && grep -q "commit $TINY" "$WORK/out" && ok "show: architecture, source, encodings per tensor kind" \

@@ -988,7 +988,7 @@ static void test_refuse_model_types(void **state)
                    "model type 'WordPiece' is not supported (BPE is)");
 }
 
-/* Pins: a pre-tokenizer or normalizer we do not implement is refused by name. */
+/* Pins: a pre-tokenizer or normalizer we do not implement is refused by name; messages stay one line. */
 static void test_refuse_components(void **state)
 {
     (void)state;
@@ -1004,6 +1004,11 @@ static void test_refuse_components(void **state)
         at + strlen("\"normalizer\":null"));
     expect_refusal(s.p, RAD_E_UNSUPPORTED, "normalizer type 'Lowercase' is not supported");
     free(s.p);
+    free(j);
+    /* A merge naming a token that is not there, shown escaped: the message stays one line. */
+    const char *merges[] = {"\n\n \n"};
+    j = bytelevel_json(NULL, 0, merges, 1, NULL, NULL, 0);
+    expect_refusal(j, RAD_E_FORMAT, "model merges[0] names '\\n\\n', which is not in the vocab");
     free(j);
 }
 
