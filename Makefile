@@ -127,12 +127,17 @@ $(FUZZ_DIR)/fuzz_gguf: $(FUZZ_GGUF_SRC) tests/fuzz/fuzz_common.h $(HEADERS)
 $(FUZZ_DIR)/fuzz_safetensors: $(FUZZ_ST_SRC) tests/fuzz/fuzz_common.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_ST_SRC) -ljansson
-fuzz-smoke: $(FUZZ_DIR)/fuzz_gguf $(FUZZ_DIR)/fuzz_safetensors
-	@for t in gguf safetensors; do \
+# The tokenizer targets need the whole core (regexes, NFC): link the library.
+FUZZ_CORE_SRC = $(filter-out engine/%,$(CORE_SRC)) $(wildcard engine/text/*.c)
+$(FUZZ_DIR)/fuzz_tokenizer_json $(FUZZ_DIR)/fuzz_encode: $(FUZZ_DIR)/%: tests/fuzz/%.c $(FUZZ_CORE_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Iengine -o $@ $< $(FUZZ_CORE_SRC) -ljansson -lpcre2-8 -lutf8proc -lm
+fuzz-smoke: $(FUZZ_DIR)/fuzz_gguf $(FUZZ_DIR)/fuzz_safetensors $(FUZZ_DIR)/fuzz_tokenizer_json $(FUZZ_DIR)/fuzz_encode
+	@for t in gguf safetensors tokenizer_json encode; do \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$t; echo "== fuzz_$$t, $(FUZZ_TIME) s"; \
 	  $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \
-	    -dict=tests/fuzz/$$t.dict -artifact_prefix=$(FUZZ_DIR)/crash-$$t- \
-	    $(FUZZ_DIR)/corpus/$$t tests/fuzz/seeds/$$t > $(FUZZ_DIR)/fuzz_$$t.log 2>&1 \
+	    $$( [ -f tests/fuzz/$$t.dict ] && echo -dict=tests/fuzz/$$t.dict ) -artifact_prefix=$(FUZZ_DIR)/crash-$$t- \
+	    $(FUZZ_DIR)/corpus/$$t $$( [ -d tests/fuzz/seeds/$$t ] && echo tests/fuzz/seeds/$$t ) > $(FUZZ_DIR)/fuzz_$$t.log 2>&1 \
 	    || { tail -40 $(FUZZ_DIR)/fuzz_$$t.log; exit 1; }; \
 	  grep -E 'DONE' $(FUZZ_DIR)/fuzz_$$t.log; done
 
