@@ -31,11 +31,12 @@ CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 HEADERS  := $(wildcard base/*.h formats/*.h engine/*.h engine/text/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ref/*.h app/*.h)
 
-QUANTS   := f32 f16 bf16 q8_0
+QUANTS   := f32 f16 bf16 q8_0 gguf
 ENC_f32  := RAD_ENC_F32
 ENC_f16  := RAD_ENC_F16
 ENC_bf16 := RAD_ENC_BF16
 ENC_q8_0 := RAD_ENC_Q8_0
+ENC_gguf := -1     # each weight as the file stores it
 ARCH_SO  := $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/llama_$(q).so)
 KERN_SO  := $(BUILD)/plugins/kernels/ref.so
 

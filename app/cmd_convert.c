@@ -9,9 +9,11 @@
 
 static const char usage[] =
     "usage: radiance convert DIR -o OUT.rad [--quant f32|f16|bf16|q8_0]\n"
+    "       radiance convert FILE.gguf -o OUT.rad\n"
     "\n"
     "Convert a Hugging Face model folder (config.json, safetensors, tokenizer files)\n"
-    "into a .rad container. Nothing is written at OUT.rad unless conversion succeeds.\n"
+    "into a .rad container; a GGUF file is copied as stored (no requantization).\n"
+    "Nothing is written at OUT.rad unless conversion succeeds.\n"
     "\n"
     "  -o, --output FILE   the .rad file to write (required)\n"
     "  -q, --quant Q       weight encoding of the matrices: f32, f16, bf16 (default), q8_0\n"
@@ -24,7 +26,7 @@ int rad_cmd_convert(int argc, char **argv)
         {"output", required_argument, 0, 'o'}, {"quant", required_argument, 0, 'q'},
         {"plugins", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
-    const char *out = NULL, *quant = "bf16", *plugins = NULL;
+    const char *out = NULL, *quant = NULL, *plugins = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:q:h", options, NULL)) != -1) {
@@ -41,6 +43,17 @@ int rad_cmd_convert(int argc, char **argv)
                 usage);
         return RAD_EXIT_USAGE;
     }
-    int rc = rad_convert_hf(argv[optind], out, quant, plugins, stderr);
+    const char *src = argv[optind];
+    size_t n = strlen(src);
+    int rc;
+    if (n >= 5 && strcmp(src + n - 5, ".gguf") == 0) {
+        if (quant) {
+            fprintf(stderr, "radiance convert: a GGUF is copied as stored; --quant does not apply\n");
+            return RAD_EXIT_USAGE;
+        }
+        rc = rad_convert_gguf(src, out, stderr);
+    } else {
+        rc = rad_convert_hf(src, out, quant ? quant : "bf16", plugins, stderr);
+    }
     return rc ? rad_app_fail(rc) : RAD_EXIT_OK;
 }

@@ -532,14 +532,9 @@ int rad_model_resolve_ex(const char *text, const RadResolveOptions *opt, RadReso
     snprintf(out->name, sizeof out->name, "%s", spec->name);
     switch (spec->kind) {
     case RAD_SPEC_RAD:
+    case RAD_SPEC_GGUF:     /* the engine maps a GGUF directly */
         out->name[0] = 0;
         if (!(out->path = strdup(spec->path))) rc = rad_error_set(RAD_E_NOMEM, "out of memory");
-        goto done;
-    case RAD_SPEC_GGUF:
-        rc = rad_error_set(RAD_E_UNSUPPORTED,
-                           "%s: running GGUF files is not available yet; convert the model's safetensors "
-                           "repository instead (hf:ORG/REPO)",
-                           spec->path);
         goto done;
     }
     if ((rc = rad_store_open(&store))) goto done;

@@ -14,6 +14,7 @@
 #include "../formats/checkpoint.h"
 #include "../formats/quantize.h"
 #include "../formats/tokenizer.h"
+#include "../formats/gguf_container.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -413,5 +414,54 @@ done:
     rad_meta_table_free(&meta_table);
     if (set.dir) rad_plugins_free(&set);
     if (ck) rad_checkpoint_close(ck);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ GGUF */
+
+static int cmp_container_group(const void *a, const void *b)
+{
+    const RadContainerTensor *const *x = a, *const *y = b;
+    if ((*x)->group != (*y)->group) return (*x)->group < (*y)->group ? -1 : 1;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+/* A GGUF becomes a .rad by copying: the same tensors, bytes and encodings
+** (nothing is requantized), the translated metadata and the tokenizer blob.
+** Tensors are written layer by layer so each layer is one movement group. */
+int rad_convert_gguf(const char *path, const char *out_path, FILE *log)
+{
+    RadContainer *c = NULL;
+    RadContainerWriter *w = NULL;
+    const RadContainerTensor **order = NULL;
+    int rc = rad_container_open_gguf(path, &c);
+    if (rc) return rc;
+    rc = rad_container_create(out_path, &w);
+    if (!rc) rc = rad_container_set_meta(w, &c->meta);
+    if (!rc && !(order = calloc((size_t)(c->n_tensors ? c->n_tensors : 1), sizeof *order)))
+        rc = rad_error_set(RAD_E_NOMEM, "out of memory");
+    uint64_t bytes = 0;
+    if (!rc) {
+        for (int i = 0; i < c->n_tensors; i++) order[i] = &c->tensors[i];
+        qsort(order, (size_t)c->n_tensors, sizeof *order, cmp_container_group);
+    }
+    for (int i = 0; !rc && i < c->n_tensors; i++) {
+        const RadContainerTensor *t = order[i];
+        rc = rad_container_add_tensor(w, t->name, t->enc, t->rank, t->shape, t->group, t->data, t->size);
+        if (rc) rad_error_prefix(rc, "%s: tensor '%s': ", path, t->name);
+        bytes += t->size;
+    }
+    for (int i = 0; !rc && i < c->n_blobs; i++)
+        rc = rad_container_add_blob(w, c->blobs[i].name, c->blobs[i].data, c->blobs[i].size);
+    if (!rc) {
+        rc = rad_container_finish(w);
+        w = NULL;
+    }
+    if (!rc && log)
+        fprintf(log, "converted %s -> %s: %d tensors copied as stored, %.1f MB\n", path, out_path, c->n_tensors,
+                (double)bytes / 1e6);
+    if (w) rad_container_abort(w);
+    free(order);
+    rad_container_close(c);
     return rc;
 }

@@ -11,6 +11,7 @@
 */
 #include "engine_internal.h"
 #include "text/rad_text.h"
+#include "../formats/gguf_container.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -229,7 +230,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     RadEngine *e = calloc(1, sizeof *e);
     if (!e) return RAD_E_NOMEM;
     e->opt = *opt;
-    int rc = rad_container_open(opt->model_path, &e->container);
+    int rc = rad_container_open_any(opt->model_path, &e->container);
     if (rc) return fail_open(e, rc);
     rc = rad_meta_from_table(&e->container->meta, &e->meta, opt->model_path);
     if (rc) return fail_open(e, rc);

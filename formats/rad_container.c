@@ -903,6 +903,7 @@ static int load(RadContainer *c)
 void rad_container_close(RadContainer *c)
 {
     if (!c) return;
+    if (c->release) c->release(c);
     for (int i = 0; i < c->n_tensors; i++) free((char *)c->tensors[i].name);
     free(c->tensors);
     for (int i = 0; i < c->n_blobs; i++) free((char *)c->blobs[i].name);

@@ -95,6 +95,10 @@ typedef struct RadContainer {
     int n_tensors; RadContainerTensor *tensors;     /* sorted by name (strcmp) */
     int n_blobs; struct RadContainerBlob { const char *name; const void *data; uint64_t size; } *blobs;
     uint64_t data_offset, data_size;                /* the data region, in file bytes */
+    /* A container built over another file (a GGUF, formats/gguf_container.c)
+    ** frees what it owns here; NULL for a .rad. */
+    void (*release)(struct RadContainer *c);
+    void *release_arg;
 } RadContainer;
 
 /* Map the .rad file `path` read-only (PROT_READ, MAP_PRIVATE) and validate

@@ -72,6 +72,10 @@ int rad_convert_hf(const char *dir, const char *out_path, const char *quant,
 int rad_convert_hf_named(const char *dir, const char *out_path, const char *quant,
                          const char *plugin_dir, const char *name, FILE *log);
 
+/* A GGUF file (all parts of a split set) into a .rad, tensors copied as
+** stored: nothing is requantized. */
+int rad_convert_gguf(const char *path, const char *out_path, FILE *log);
+
 /* The installed plugins and kernel libraries, one per line. */
 int rad_list_plugins(const char *plugin_dir, FILE *f);
 int rad_list_kernels(const char *plugin_dir, FILE *f);

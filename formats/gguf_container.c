@@ -1,0 +1,259 @@
+/*
+** gguf_container.c: a GGUF file seen as a radiance container.
+**
+** The engine reads models through RadContainer (metadata table, tensor table,
+** named blobs).  A GGUF holds the same things under other names, so instead
+** of a second loading path this file translates once, at open:
+**
+**   - metadata: `<arch>.block_count` and friends become the canonical keys
+**     (model.n_layers, model.head_dim, ...); the architecture picks our
+**     plugin id and the Hugging Face class it corresponds to; arch.quant is
+**     "gguf", served by plugins that take each weight's encoding as stored;
+**   - tensors: names are already ours (we use GGUF's), dimensions are
+**     reversed into outermost-first order, encodings are ggml ids, and the
+**     data pointers point into the GGUF's own read-only map: no copy;
+**   - the tokenizer (tokenizer.ggml.*) becomes the "tokenizer.bin" blob.
+**
+** Facts about each architecture's GGUF conventions (RoPE pairing, tied
+** output) live here, in one table, and are documented in docs/GGUF.md.
+*/
+#include "gguf_container.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "tokenizer.h"
+#include "tokenizer_gguf.h"
+
+/* What a GGUF architecture name means for us. */
+typedef struct ArchFacts {
+    const char *gguf;           /* general.architecture */
+    const char *arch_id;        /* our plugin family */
+    const char *hf_arch;        /* the Hugging Face class it mirrors */
+    int rope_mode;              /* 1 = adjacent pairs (llama.cpp's converter permuted q/k) */
+} ArchFacts;
+
+static const ArchFacts arch_table[] = {
+    {"llama", "llama", "LlamaForCausalLM", 1},
+    {"mistral", "llama", "MistralForCausalLM", 1},
+    {"qwen2", "llama", "Qwen2ForCausalLM", 0},
+    {"qwen3", "llama", "Qwen3ForCausalLM", 0},
+    {"gemma3", "gemma3", "Gemma3ForCausalLM", 0},
+};
+
+static void release(RadContainer *c)
+{
+    for (int i = 0; i < c->n_blobs; i++) free((void *)c->blobs[i].data);
+    rad_gguf_close((RadGguf *)c->release_arg);
+}
+
+static int cmp_tensor(const void *a, const void *b)
+{
+    return strcmp(((const RadContainerTensor *)a)->name, ((const RadContainerTensor *)b)->name);
+}
+
+/* Copy the scalar metadata verbatim under "gguf.<key>", for plugins that
+** want a key this translation does not name. */
+static int copy_scalars(const RadGguf *g, RadMetaTable *t)
+{
+    char key[512];
+    for (int i = 0; i < rad_gguf_n_keys(g); i++) {
+        const RadGgufValue *v = rad_gguf_value(g, i);
+        snprintf(key, sizeof key, "gguf.%s", rad_gguf_key(g, i));
+        int rc = RAD_OK;
+        switch (v->type) {
+        case RAD_GGUF_U8: case RAD_GGUF_U16: case RAD_GGUF_U32: case RAD_GGUF_U64: case RAD_GGUF_BOOL:
+            rc = rad_meta_table_set_int(t, key, (int64_t)v->u);
+            break;
+        case RAD_GGUF_I8: case RAD_GGUF_I16: case RAD_GGUF_I32: case RAD_GGUF_I64:
+            rc = rad_meta_table_set_int(t, key, v->i);
+            break;
+        case RAD_GGUF_F32: case RAD_GGUF_F64:
+            rc = rad_meta_table_set_float(t, key, v->f);
+            break;
+        case RAD_GGUF_STRING:
+            if (strlen(v->str.s) == v->str.len && v->str.len < 4096) rc = rad_meta_table_set_string(t, key, v->str.s);
+            break;
+        default:
+            break;              /* arrays (the vocabulary...) are not metadata for plugins */
+        }
+        if (rc) return rc;
+    }
+    return RAD_OK;
+}
+
+/* The canonical model keys from `<arch>.*`. */
+static int translate_meta(const RadGguf *g, const char *path, const char *arch, const ArchFacts *facts,
+                          RadMetaTable *t, int tied)
+{
+    char key[160];
+#define ARCH_KEY(k) (snprintf(key, sizeof key, "%s.%s", arch, k), key)
+    int64_t layers, embd, heads, kv_heads, head_dim, ff, ctx, rot, window;
+    double eps, theta;
+    int rc = rad_gguf_get_int(g, ARCH_KEY("block_count"), -1, &layers);
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("embedding_length"), -1, &embd);
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("attention.head_count"), -1, &heads);
+    if (rc) return rc;
+    if (layers <= 0 || embd <= 0 || heads <= 0)
+        return rad_error_set(RAD_E_FORMAT, "%s: a required key is missing: %s.block_count, .embedding_length and .attention.head_count must be set",
+                             path, arch);
+    const RadGgufValue *kv_value = rad_gguf_get(g, ARCH_KEY("attention.head_count_kv"));
+    if (kv_value && kv_value->type == RAD_GGUF_ARRAY)
+        return rad_error_set(RAD_E_UNSUPPORTED, "%s: %s.attention.head_count_kv varies per layer; not served yet", path, arch);
+    rc = rad_gguf_get_int(g, ARCH_KEY("attention.head_count_kv"), heads, &kv_heads);
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("attention.key_length"), embd / heads, &head_dim);
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("feed_forward_length"), 0, &ff);
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("context_length"), 0, &ctx);
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("rope.dimension_count"), head_dim, &rot);
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("attention.sliding_window"), 0, &window);
+    if (!rc) rc = rad_gguf_get_float(g, ARCH_KEY("attention.layer_norm_rms_epsilon"), 1e-6, &eps);
+    if (!rc) rc = rad_gguf_get_float(g, ARCH_KEY("rope.freq_base"), 10000.0, &theta);
+    if (rc) return rc;
+
+    int64_t vocab = 0;
+    const RadGgufValue *tokens = rad_gguf_get(g, "tokenizer.ggml.tokens");
+    const RadGgufTensor *embd_t = rad_gguf_find_tensor(g, "token_embd.weight");
+    if (tokens && tokens->type == RAD_GGUF_ARRAY) vocab = (int64_t)tokens->arr.n;
+    if (embd_t && embd_t->n_dims == 2) vocab = embd_t->ne[1];      /* the model's rows rule */
+    rad_gguf_get_int(g, ARCH_KEY("vocab_size"), vocab, &vocab);
+
+    rc = rad_meta_table_set_string(t, "arch.id", facts ? facts->arch_id : arch);
+    if (!rc) rc = rad_meta_table_set_string(t, "arch.quant", "gguf");
+    if (!rc) rc = rad_meta_table_set_string(t, "arch.hf_name", facts ? facts->hf_arch : "");
+    const char *name = NULL;
+    rad_gguf_get_string(g, "general.name", NULL, &name);
+    if (!rc) rc = rad_meta_table_set_string(t, "model.name", name ? name : path);
+    struct { const char *k; int64_t v; } ints[] = {
+        {"model.n_layers", layers}, {"model.n_embd", embd}, {"model.n_head", heads},
+        {"model.n_head_kv", kv_heads}, {"model.head_dim", head_dim}, {"model.n_ff", ff},
+        {"model.n_vocab", vocab}, {"model.n_ctx_train", ctx}, {"model.n_rot", rot},
+        {"model.rope_mode", facts ? facts->rope_mode : 0}, {"tie_word_embeddings", tied},
+    };
+    for (size_t i = 0; !rc && i < sizeof ints / sizeof *ints; i++) rc = rad_meta_table_set_int(t, ints[i].k, ints[i].v);
+    if (!rc) rc = rad_meta_table_set_float(t, "model.rms_eps", eps);
+    if (!rc) rc = rad_meta_table_set_float(t, "model.rope_theta", theta);
+    if (!rc && window > 0) rc = rad_meta_table_set_int(t, "sliding_window", window);
+
+    /* RoPE scaling, in the spelling the plugins read from config.json. */
+    const char *scaling = NULL;
+    double factor = 1.0;
+    rad_gguf_get_string(g, ARCH_KEY("rope.scaling.type"), "none", &scaling);
+    rad_gguf_get_float(g, ARCH_KEY("rope.scaling.factor"), 1.0, &factor);
+    if (!rc && strcmp(scaling, "none") != 0) {
+        rc = rad_meta_table_set_string(t, "rope_scaling.rope_type", scaling);
+        if (!rc) rc = rad_meta_table_set_float(t, "rope_scaling.factor", factor);
+    }
+    if (!rc && rad_gguf_find_tensor(g, "rope_freqs.weight"))
+        rc = rad_error_set(RAD_E_UNSUPPORTED, "%s: tensor rope_freqs.weight (per-frequency RoPE factors, Llama 3.1+) is not served yet", path);
+
+    /* End of sequence, for generation to stop. */
+    int64_t eos = -1;
+    rad_gguf_get_int(g, "tokenizer.ggml.eos_token_id", -1, &eos);
+    if (!rc && eos >= 0) rc = rad_meta_table_set_int(t, "eos_token_id", eos);
+
+    if (!rc && facts && strcmp(facts->arch_id, "gemma3") == 0) {
+        /* llama.cpp's gemma3 conventions: local layers use θ 10000 unless
+        ** the file says otherwise, one global layer in six, attention
+        ** scaled by 1/sqrt(head_dim). */
+        double local_theta;
+        rad_gguf_get_float(g, ARCH_KEY("rope.freq_base_swa"), 10000.0, &local_theta);
+        rc = rad_meta_table_set_float(t, "rope_local_base_freq", local_theta);
+        if (!rc) rc = rad_meta_table_set_int(t, "sliding_window_pattern", 6);
+        if (!rc) rc = rad_meta_table_set_int(t, "query_pre_attn_scalar", head_dim);
+        double cap = 0;
+        rad_gguf_get_float(g, ARCH_KEY("final_logit_softcapping"), 0.0, &cap);
+        if (!rc && cap > 0) rc = rad_meta_table_set_float(t, "final_logit_softcapping", cap);
+        rad_gguf_get_float(g, ARCH_KEY("attn_logit_softcapping"), 0.0, &cap);
+        if (!rc && cap > 0) rc = rad_meta_table_set_float(t, "attn_logit_softcapping", cap);
+    }
+#undef ARCH_KEY
+    if (rc && !rad_error_message()[0]) rad_error_set(rc, "%s: out of memory reading the metadata", path);
+    return rc;
+}
+
+static int add_tokenizer_blob(RadGguf *g, RadContainer *c)
+{
+    if (!rad_gguf_get(g, "tokenizer.ggml.model")) return RAD_OK;       /* no tokenizer: ids only */
+    RadTokenizer *t = NULL;
+    int rc = rad_tokenizer_from_gguf(g, &t);
+    if (rc) return rc;
+    void *blob = NULL;
+    size_t len = 0;
+    rc = rad_tokenizer_serialize(t, &blob, &len);
+    rad_tokenizer_free(t);
+    if (rc) return rc;
+    c->blobs = calloc(1, sizeof *c->blobs);
+    char *name = strdup("tokenizer.bin");
+    if (!c->blobs || !name) {
+        free(blob);
+        free(name);
+        return rad_error_set(RAD_E_NOMEM, "out of memory");
+    }
+    c->blobs[0].name = name;
+    c->blobs[0].data = blob;
+    c->blobs[0].size = len;
+    c->n_blobs = 1;
+    return RAD_OK;
+}
+
+int rad_container_open_gguf(const char *path, RadContainer **out)
+{
+    *out = NULL;
+    RadGguf *g = NULL;
+    int rc = rad_gguf_open(path, &g);
+    if (rc) return rc;
+    RadContainer *c = calloc(1, sizeof *c);
+    if (!c) {
+        rad_gguf_close(g);
+        return rad_error_set(RAD_E_NOMEM, "out of memory");
+    }
+    c->path = strdup(path);
+    c->release = release;
+    c->release_arg = g;
+    rad_meta_table_init(&c->meta);
+
+    const char *arch = NULL;
+    rc = rad_gguf_get_string(g, "general.architecture", NULL, &arch);
+    if (!rc && !arch) rc = rad_error_set(RAD_E_FORMAT, "%s: general.architecture is missing", path);
+    const ArchFacts *facts = NULL;
+    for (size_t i = 0; !rc && i < sizeof arch_table / sizeof *arch_table; i++)
+        if (strcmp(arch_table[i].gguf, arch) == 0) facts = &arch_table[i];
+
+    int n = rad_gguf_n_tensors(g);
+    c->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *c->tensors);
+    if (!rc && !c->tensors) rc = rad_error_set(RAD_E_NOMEM, "out of memory");
+    for (int i = 0; !rc && i < n; i++) {
+        const RadGgufTensor *gt = rad_gguf_tensor(g, i);
+        RadContainerTensor *ct = &c->tensors[c->n_tensors];
+        ct->name = strdup(gt->name);
+        if (!ct->name) { rc = rad_error_set(RAD_E_NOMEM, "out of memory"); break; }
+        c->n_tensors++;
+        ct->enc = gt->enc;
+        ct->rank = gt->n_dims;
+        for (int d = 0; d < gt->n_dims; d++) ct->shape[d] = gt->ne[gt->n_dims - 1 - d];
+        ct->size = gt->size;
+        ct->offset = gt->file_offset;
+        ct->data = gt->data;
+        int layer = -1;
+        ct->group = sscanf(gt->name, "blk.%d.", &layer) == 1 ? layer : RAD_GROUP_NONE;
+    }
+    if (!rc) qsort(c->tensors, (size_t)c->n_tensors, sizeof *c->tensors, cmp_tensor);
+    if (!rc) rc = copy_scalars(g, &c->meta);
+    if (!rc) rc = translate_meta(g, path, arch, facts, &c->meta, rad_gguf_find_tensor(g, "output.weight") == NULL);
+    if (!rc) rc = add_tokenizer_blob(g, c);
+    if (rc) {
+        rad_container_close(c);
+        return rc;
+    }
+    *out = c;
+    return RAD_OK;
+}
+
+int rad_container_open_any(const char *path, RadContainer **out)
+{
+    size_t n = strlen(path);
+    if (n >= 5 && strcmp(path + n - 5, ".gguf") == 0) return rad_container_open_gguf(path, out);
+    return rad_container_open(path, out);
+}
