@@ -25,6 +25,7 @@ int rad_cmd_run(int argc, char **argv);
 int rad_cmd_convert(int argc, char **argv);
 int rad_cmd_info(int argc, char **argv);
 int rad_cmd_tokenize(int argc, char **argv);
+int rad_cmd_perplexity(int argc, char **argv);
 int rad_cmd_pull(int argc, char **argv);
 int rad_cmd_list(int argc, char **argv);
 int rad_cmd_rm(int argc, char **argv);

@@ -25,6 +25,7 @@ static const char usage[] =
     "  rm MODEL [--purge]                 remove a converted model (and its downloads)\n"
     "  show MODEL                         a converted model's source, sizes and encodings\n"
     "  tokenize -m MODEL [TEXT...]        token ids of a text (--decode IDS for the reverse)\n"
+    "  perplexity -m MODEL -f FILE        teacher-forced perplexity, as llama.cpp measures it\n"
     "\n"
     "options:\n"
     "  -h, --help      this help; COMMAND --help for a command's\n"
@@ -76,6 +77,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "convert")) return rad_cmd_convert(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return rad_cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "tokenize")) return rad_cmd_tokenize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "perplexity")) return rad_cmd_perplexity(argc - 1, argv + 1);
     if (!strcmp(cmd, "pull")) return rad_cmd_pull(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return rad_cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "rm")) return rad_cmd_rm(argc - 1, argv + 1);

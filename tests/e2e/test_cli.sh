@@ -44,7 +44,7 @@ $R run -m "$WORK/llama.rad" --tokens 1,2 -n 1 --debug-graph 2>&1 >/dev/null | gr
 
 # Every flag a command's --help names is documented in the man page.
 missing=""
-for cmd in run convert info; do
+for cmd in run convert info tokenize perplexity; do
     for flag in $($R $cmd --help | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u); do
         grep -q -- "$(echo "$flag" | sed 's/-/\\\\-/g')" "$RADIANCE_SRC/man/radiance.1" || missing="$missing $cmd:$flag"
     done

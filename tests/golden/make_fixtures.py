@@ -46,6 +46,8 @@ import torch
 import transformers
 from transformers import (
     AutoModelForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
@@ -80,6 +82,7 @@ OUT_GAIN = 2.0
 HEAD_GAIN = 2.0
 BIAS_STD = 0.1
 NORM_STD = 0.1
+POST_NORM_CENTER = 1.0   # gemma3's post-attention/post-feed-forward norms: scale 2 + N(0, 0.1)
 
 COMMON = dict(
     hidden_size=64,
@@ -174,17 +177,54 @@ CASES = {
             rope_theta=10000.0,
         ),
     ),
+    # Gemma 3: (1 + w) norms with post-attention and post-feed-forward norms,
+    # GeGLU, embeddings scaled by sqrt(hidden), q/k norms, a score scale from
+    # query_pre_attn_scalar (48, not head_dim 32), five sliding-window layers
+    # (window 16, RoPE theta 1e4) and one global layer (theta 1e6 with linear
+    # scaling x8, as the 4B+ models have), final logit soft-capping at 30.
+    # Norm weights are centred on 0 (HF's Gemma init), a scale of
+    # 1 + N(0, 0.1), except the post-attention and post-feed-forward norms,
+    # centred on POST_NORM_CENTER: the embedding enters the residual stream
+    # scaled by sqrt(hidden) and, with the tied lm_head, a model whose layers
+    # add less than it does just repeats its last token.
+    "gemma3": dict(
+        seed=7001,
+        cls=(Gemma3TextConfig, Gemma3ForCausalLM),
+        norm_center=0.0,
+        post_norm_center=POST_NORM_CENTER,
+        config=dict(
+            COMMON,
+            num_hidden_layers=6,
+            head_dim=32,
+            intermediate_size=128,
+            vocab_size=1000,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=True,
+            query_pre_attn_scalar=48,
+            sliding_window=16,
+            layer_types=["sliding_attention"] * 5 + ["full_attention"],
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+            },
+            final_logit_softcapping=30.0,
+            hidden_activation="gelu_pytorch_tanh",
+        ),
+    ),
 }
 
 
-def reinit(model, config):
+def reinit(model, config, norm_center=1.0, post_norm_center=None):
     """Re-initialise every parameter (deterministic given the torch seed)."""
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
             if name.endswith(".bias"):
                 p.normal_(0.0, BIAS_STD)
+            elif post_norm_center is not None and (
+                    "post_attention_layernorm" in name or "post_feedforward_layernorm" in name):
+                p.normal_(0.0, NORM_STD).add_(post_norm_center)   # Gemma's norms after a sublayer
             elif "norm" in name:  # input/post_attention/final norm, q_norm, k_norm
-                p.normal_(0.0, NORM_STD).add_(1.0)
+                p.normal_(0.0, NORM_STD).add_(norm_center)
             elif name.endswith("embed_tokens.weight") or name.endswith("lm_head.weight"):
                 # Embedding rows feed an RMSNorm, lm_head (or the tied
                 # embedding) sets the logit scale: std = HEAD_GAIN/sqrt(hidden).
@@ -209,7 +249,7 @@ def build(case, spec, seed):
     torch.manual_seed(seed)
     model = model_cls._from_config(config, attn_implementation="eager")
     model.to(torch.float32)
-    reinit(model, config)
+    reinit(model, config, spec.get("norm_center", 1.0), spec.get("post_norm_center"))
     model.eval()
     return model
 
