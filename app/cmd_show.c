@@ -5,6 +5,8 @@
 ** read from the container's header without loading the engine.
 */
 #include "app.h"
+#include "../engine/text/rad_text.h"
+#include "../formats/gguf_container.h"
 #include "hub.h"
 #include "model_store.h"
 #include "../formats/rad_container.h"
@@ -63,6 +65,33 @@ typedef struct Kind {
     uint64_t bytes;
 } Kind;
 
+/* The tokenizer and chat template, when the model carries them. */
+static void show_tokenizer(const RadContainer *c)
+{
+    RadText *t = NULL;
+    if (rad_text_from_container(c, &t) != RAD_OK) {
+        printf("%-14s%s\n", "tokenizer", "none (the model runs from token ids)");
+        rad_error_clear();
+        return;
+    }
+    const RadTokenizer *d = rad_text_data(t);
+    printf("%-14s%s, %d tokens, %d merges, %d added", "tokenizer",
+           d->model == RAD_TOK_BPE_SPM ? "SentencePiece BPE" : "byte-level BPE", d->n_vocab, d->n_merges, d->n_added);
+    if (d->bos_id >= 0) printf(", bos %d%s", d->bos_id, d->add_bos ? " (added)" : "");
+    if (d->eos_id >= 0) printf(", eos %d", d->eos_id);
+    printf("\n");
+    if (d->chat_template) {
+        /* The first line, enough to recognise the format. */
+        const char *nl = strchr(d->chat_template, '\n');
+        int n = nl ? (int)(nl - d->chat_template) : (int)strlen(d->chat_template);
+        printf("%-14s%.*s%s (%zu bytes)\n", "chat template", n > 100 ? 100 : n, d->chat_template,
+               n > 100 || nl ? " ..." : "", strlen(d->chat_template));
+    } else {
+        printf("%-14s%s\n", "chat template", "none");
+    }
+    rad_text_free(t);
+}
+
 static void show_container(const RadContainer *c)
 {
     char b[32];
@@ -116,6 +145,7 @@ static void show_container(const RadContainer *c)
         for (int i = 0; i < c->n_blobs; i++) printf("%s%s", i ? ", " : "", c->blobs[i].name);
         printf("\n");
     }
+    show_tokenizer(c);
 }
 
 int rad_cmd_show(int argc, char **argv)
@@ -153,7 +183,7 @@ int rad_cmd_show(int argc, char **argv)
     const char *path = NULL;
     int rc = spec ? RAD_OK : rad_error_set(RAD_E_NOMEM, "out of memory");
     int parsed = !rc && rad_model_spec_parse(text, spec) == RAD_OK;
-    if (!rc && parsed && spec->kind == RAD_SPEC_RAD) {
+    if (!rc && parsed && (spec->kind == RAD_SPEC_RAD || spec->kind == RAD_SPEC_GGUF)) {
         path = spec->path;
     } else if (!rc && !(rc = rad_store_open(&store))) {
         rc = rad_store_find(store, text, quant, &row);
@@ -181,7 +211,7 @@ int rad_cmd_show(int argc, char **argv)
         } else {
             printf("%-14s%s\n", "file", path);
         }
-        rc = rad_container_open(path, &cont);
+        rc = rad_container_open_any(path, &cont);
         if (!rc) show_container(cont);
     }
     rad_container_close(cont);

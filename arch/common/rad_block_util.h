@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../rad_arch.h"
 
@@ -25,8 +26,29 @@ static inline const char *rad_fmt(char *buf, const char *fmt, ...)
     return buf;
 }
 
-/* Declare a weight and map it from one checkpoint name (COPY).  `hf` may be
-** NULL when the weight has no checkpoint source of its own (a view). */
+/* Alternative checkpoint roots.  A multimodal checkpoint nests its language
+** model under another root ("model.language_model.layers.3..." where a
+** text-only one has "model.layers.3..."), and older exports of it use a third.
+** A plugin serving such checkpoints sets the aliases before it declares; each
+** name rad_weight_mapped maps that starts with an alias's `from` then also
+** accepts `to` + the rest, as later COPY sources.  None are set by default. */
+typedef struct RadHfAlias {
+    const char *from, *to;
+} RadHfAlias;
+
+#define RAD_MAX_HF_ALIASES 4
+static const RadHfAlias *rad_hf_aliases;
+static int rad_n_hf_aliases;
+
+static inline void rad_hf_set_aliases(const RadHfAlias *aliases, int n)
+{
+    rad_hf_aliases = aliases;
+    rad_n_hf_aliases = n < RAD_MAX_HF_ALIASES ? n : RAD_MAX_HF_ALIASES;
+}
+
+/* Declare a weight and map it from one checkpoint name (COPY), or from its
+** aliases.  `hf` may be NULL when the weight has no checkpoint source of its
+** own (a view). */
 static inline rad_weight rad_weight_mapped(RadBuilder *b, const char *name, const char *hf, int enc,
                                            int rank, int64_t d0, int64_t d1, int access, int32_t group,
                                            int optional)
@@ -37,8 +59,17 @@ static inline rad_weight rad_weight_mapped(RadBuilder *b, const char *name, cons
     };
     rad_weight w = rad_decl_weight(b, name, &d);
     if (w >= 0 && hf) {
-        const char *sources[1] = {hf};
-        rad_decl_name_map(b, name, RAD_MAP_COPY, sources, 1);
+        char alt[RAD_MAX_HF_ALIASES][RAD_NAME_MAX];
+        const char *sources[1 + RAD_MAX_HF_ALIASES] = {hf};
+        int n = 1;
+        for (int i = 0; i < rad_n_hf_aliases; i++) {
+            size_t len = strlen(rad_hf_aliases[i].from);
+            if (strncmp(hf, rad_hf_aliases[i].from, len) != 0) continue;
+            snprintf(alt[n - 1], RAD_NAME_MAX, "%s%s", rad_hf_aliases[i].to, hf + len);
+            sources[n] = alt[n - 1];
+            n++;
+        }
+        rad_decl_name_map(b, name, RAD_MAP_COPY, sources, n);
     }
     return w;
 }

@@ -18,7 +18,8 @@
 #pragma GCC visibility push(hidden)
 
 /* Weights are decoded this many elements at a time into a stack buffer, so
-** no kernel allocates.  A multiple of every block size we decode (1, 32). */
+** no kernel allocates.  A multiple of every block size we decode (1, 32,
+** 256). */
 #define REF_CHUNK 256
 
 /* The largest head_dim attention serves: it keeps one head's accumulator on

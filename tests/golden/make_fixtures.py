@@ -82,7 +82,7 @@ OUT_GAIN = 2.0
 HEAD_GAIN = 2.0
 BIAS_STD = 0.1
 NORM_STD = 0.1
-POST_NORM_CENTER = 1.0   # gemma3's post-attention/post-feed-forward norms: scale 2 + N(0, 0.1)
+POST_NORM_CENTER = 4.0   # gemma3's post-attention/post-feed-forward norms: scale 5 + N(0, 0.1)
 
 COMMON = dict(
     hidden_size=64,
