@@ -38,6 +38,7 @@ ENC_bf16 := RAD_ENC_BF16
 ENC_q8_0 := RAD_ENC_Q8_0
 ENC_gguf := -1     # each weight as the file stores it
 ARCH_SO  := $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/llama_$(q).so)
+ARCH_SO  += $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/gemma3_$(q).so)
 KERN_SO  := $(BUILD)/plugins/kernels/ref.so
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
@@ -62,6 +63,10 @@ $(BUILD)/radiance: $(APP_OBJ) $(BUILD)/libradcore.a
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(APP_OBJ) -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(LDLIBS)
 
 $(BUILD)/plugins/arch/llama_%.so: arch/llama/llama.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< -lm
+
+$(BUILD)/plugins/arch/gemma3_%.so: arch/gemma3/gemma3.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< -lm
 
@@ -186,6 +191,16 @@ $(BUILD)/libradapp.a: $(APP_LOGIC_OBJ)
 	ar rcs $@ $^
 $(APP_LOGIC_TESTS): $(BUILD)/libradapp.a
 $(APP_LOGIC_TESTS): TESTLIBS = $(BUILD)/libradapp.a -lcmocka $(LDLIBS)
+
+# ------------------------------------------- quantizers under unit test
+# tests/unit/test_quantize.c decodes what it quantizes with the reference
+# decoders (kernels/ref/dequant*.c, not in the core library) and checks
+# bytes against tests/ops/encoding_vectors.h.  The ops tests include their
+# tests/ops/*.h parts.
+QUANT_TEST_OBJ := $(BUILD)/obj/kernels/ref/dequant.o $(BUILD)/obj/kernels/ref/dequant_kquants.o
+$(BUILD)/tests/unit/test_quantize: $(QUANT_TEST_OBJ) tests/ops/encoding_vectors.h
+$(BUILD)/tests/unit/test_quantize: TESTLIBS = $(QUANT_TEST_OBJ) -lcmocka $(LDLIBS)
+$(OPS_TESTS): $(wildcard tests/ops/*.h)
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test

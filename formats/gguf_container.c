@@ -156,10 +156,13 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
     if (!rc && facts && strcmp(facts->arch_id, "gemma3") == 0) {
         /* llama.cpp's gemma3 conventions: local layers use θ 10000 unless
         ** the file says otherwise, one global layer in six, attention
-        ** scaled by 1/sqrt(head_dim). */
+        ** scaled by 1/sqrt(head_dim), norm weights stored as (1 + w). */
         double local_theta;
         rad_gguf_get_float(g, ARCH_KEY("rope.freq_base_swa"), 10000.0, &local_theta);
         rc = rad_meta_table_set_float(t, "rope_local_base_freq", local_theta);
+        /* llama.cpp's converter already added Gemma's +1 to every norm weight. */
+        if (!rc) rc = rad_meta_table_set_float(t, "model.norm_offset", 0.0);
+        if (!rc && window <= 0) rc = rad_meta_table_set_int(t, "sliding_window", 0);
         if (!rc) rc = rad_meta_table_set_int(t, "sliding_window_pattern", 6);
         if (!rc) rc = rad_meta_table_set_int(t, "query_pre_attn_scalar", head_dim);
         double cap = 0;

@@ -26,7 +26,7 @@
 #include "../../base/rad_half.h"
 #include "dequant_kquants.h"
 
-#define QK 32   /* elements per block of the 32-element families */
+#define QK 32 /* elements per block of the 32-element families */
 
 static uint16_t read_u16le(const unsigned char *p)
 {
@@ -38,7 +38,10 @@ static uint32_t read_u32le(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-float rad_dq_half(const unsigned char *p) { return rad_f16_to_f32(read_u16le(p)); }
+float rad_dq_half(const unsigned char *p)
+{
+    return rad_f16_to_f32(read_u16le(p));
+}
 
 /* The 4-bit codes of a 32-element block, "nibble order": byte j of the 16
 ** code bytes holds element j in its low nibble and element j + 16 in its
@@ -120,8 +123,7 @@ static void block_q8_0(const unsigned char *b, float *y)
 
 /* iq4_nl, 18 bytes: d (f16), then 16 code bytes in nibble order.  A code
 ** indexes a fixed non-uniform grid, denser near zero: x = d * grid[q]. */
-static const int8_t iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                    1,    13,   25,  38,  53,  69,  89,  113};
+static const int8_t iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 static void block_iq4_nl(const unsigned char *b, float *y)
 {
@@ -188,8 +190,7 @@ static const BlockCodec *find_codec(int enc)
 
 int rad_dequant_supported(int enc)
 {
-    return enc == RAD_ENC_F32 || enc == RAD_ENC_F16 || enc == RAD_ENC_BF16 ||
-           find_codec(enc) != NULL;
+    return enc == RAD_ENC_F32 || enc == RAD_ENC_F16 || enc == RAD_ENC_BF16 || find_codec(enc) != NULL;
 }
 
 int rad_dequant_row(int enc, const void *src, float *dst, int64_t n)

@@ -153,7 +153,7 @@ void rad_dq_block_q6_k(const unsigned char *b, float *y)
         int low = (ql[64 * h + l + 32 * (k & 1)] >> (4 * (k >> 1))) & 0x0f;
         int high = (qh[32 * h + l] >> (2 * k)) & 3;
         int q = (low | high << 4) - 32;
-        int sc = scales[g] < 128 ? scales[g] : scales[g] - 256;   /* int8 */
+        int sc = scales[g] < 128 ? scales[g] : scales[g] - 256; /* int8 */
         float dl = d * (float)sc;
         y[e] = dl * (float)q;
     }

@@ -8,7 +8,7 @@
 
 #pragma GCC visibility push(hidden)
 
-#define RAD_QK_K 256   /* elements per k-quant super-block */
+#define RAD_QK_K 256 /* elements per k-quant super-block */
 
 /* An f16 stored little-endian at p, as f32 (exact). */
 float rad_dq_half(const unsigned char *p);

@@ -5,9 +5,10 @@
 ** kernel is later measured against it; so these tests check ref itself
 ** against hand-computed values and naive formulas on shapes small enough to
 ** reason about.  Every call goes through the exported rad_kernel_library
-** table (ref_harness.h), as the core's would.  The rope, attention and GEMM
-** tests live in test_ref_rope.h, test_ref_attention.h and test_ref_gemm.h,
-** included below, so this one file is still the whole test program.
+** table (ref_harness.h), as the core's would.  The rope, attention, GEMM
+** and weight-encoding tests live in test_ref_rope.h, test_ref_attention.h,
+** test_ref_gemm.h and test_ref_encodings.h, included below, so this one
+** file is still the whole test program.
 */
 #include <math.h>
 
@@ -28,7 +29,7 @@ static void test_library_shape(void **state)
     assert_int_equal(lib->abi_version, RAD_KERNEL_ABI_VERSION);
     assert_string_equal(lib->name, "ref");
     assert_int_equal(lib->n_schemas, rad_op_schema_count);
-    assert_int_equal(lib->n_rows, lib->n_schemas);
+    assert_int_equal(lib->n_rows, lib->n_schemas + 2);   /* two rows per GEMM */
     for (int i = 0; i < lib->n_schemas; i++) {
         const RadOpSchema *s = &lib->schemas[i];
         int ranged = 0;
@@ -42,6 +43,16 @@ static void test_library_shape(void **state)
         assert_non_null(r->launch);
         Call c = call_new(s->op, 1);
         for (int k = 0; k < r->n_constraints; k++) param_at(&c, r->constraints[k].param);
+    }
+    /* every row, the GEMMs' second rows included: an op with a schema, a
+    ** name no other row has, and the same launch as the op's first row */
+    for (int i = 0; i < lib->n_rows; i++) {
+        const RadKernelRow *r = &lib->rows[i];
+        assert_non_null(find_schema(r->op));
+        assert_int_equal(r->priority, 0);
+        assert_int_equal(r->domain, RAD_DOMAIN_HOST);
+        assert_true(r->launch == find_row(r->op)->launch);
+        for (int j = 0; j < i; j++) assert_string_not_equal(r->name, lib->rows[j].name);
     }
     assert_int_equal(find_row("attn_paged")->kv_block_size, 16);
     assert_int_equal(find_row("gemm_nt")->n_constraints, 1);
@@ -140,7 +151,7 @@ static void test_dequant_q8_0(void **state)
     assert_true(out[31] == 63.5f);
     for (int j = 1; j < 31; j++) assert_true(out[j] == 0.5f * (float)(j - 16));
     assert_int_equal(rad_dequant_row(RAD_ENC_Q8_0, blk, out, 31), RAD_E_SHAPE);
-    assert_int_equal(rad_dequant_row(RAD_ENC_Q4_0, blk, out, 32), RAD_E_UNSUPPORTED);
+    assert_int_equal(rad_dequant_row(RAD_ENC_FP8_E4M3, blk, out, 32), RAD_E_UNSUPPORTED);
 }
 
 /* ------------------------------------------------------- copies by index */
@@ -191,7 +202,7 @@ static void test_embed_out_of_range(void **state)
     assert_int_equal(run(&c), RAD_E_RANGE);
     assert_true(out[0][0] == 7 && out[1][1] == 7);
     ids[1] = 3;
-    set_weight(&c, "table", table, RAD_ENC_Q4_0, 4, 2, sizeof table[0]);
+    set_weight(&c, "table", table, RAD_ENC_FP8_E4M3, 4, 2, sizeof table[0]);
     assert_int_equal(run(&c), RAD_E_UNSUPPORTED);
 }
 
@@ -373,6 +384,7 @@ static void test_gated(void **state)
 #include "test_ref_rope.h"
 #include "test_ref_attention.h"
 #include "test_ref_gemm.h"
+#include "test_ref_encodings.h"
 
 int main(void)
 {
@@ -394,6 +406,7 @@ int main(void)
         ROPE_TESTS,
         ATTENTION_TESTS,
         GEMM_TESTS,
+        ENCODING_TESTS,
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

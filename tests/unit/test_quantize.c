@@ -1,6 +1,9 @@
 /*
-** test_quantize.c: the converter's encoders (formats/quantize.c): rounding
-** of f16 and bf16, q8_0 bytes, and q8_0's round-trip error.
+** test_quantize.c: the converter's encoders (formats/quantize*.c): rounding
+** of f16 and bf16, q8_0 bytes, every block quantizer's bytes against
+** gguf-py's (tests/ops/encoding_vectors.h) where ours follow ggml's
+** reference, and every quantizer's round-trip error through the reference
+** decoder (kernels/ref/dequant*.c) against llama.cpp's limits.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,11 +12,15 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "quantize.h"
+#include "rad_dequant.h"
 #include "rad_half.h"
+
+#include "../ops/encoding_vectors.h"
 
 /* f32 -> 16-bit through rad_convert_row, one element. */
 static uint16_t narrow_one(int enc, uint32_t f32_bits)
@@ -228,7 +235,8 @@ static void test_refusals(void **state)
     float x[64] = {0};
     uint8_t out[256];
     assert_int_equal(rad_convert_row(RAD_ENC_I32, x, RAD_ENC_F32, out, 4), RAD_E_UNSUPPORTED);
-    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_Q4_0, out, 32), RAD_E_UNSUPPORTED);
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_FP8_E4M3, out, 32), RAD_E_UNSUPPORTED);
+    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_MXFP4, out, 32), RAD_E_UNSUPPORTED);
     assert_int_equal(rad_convert_row(RAD_ENC_Q8_0, x, RAD_ENC_F32, out, 32), RAD_E_UNSUPPORTED);
     assert_int_equal(rad_convert_row(999, x, RAD_ENC_F32, out, 32), RAD_E_UNSUPPORTED);
     assert_non_null(strstr(rad_error_message(), "is not a conversion radiance makes"));
@@ -255,6 +263,209 @@ static void test_refusals(void **state)
     assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_BF16, out, 64), 0);
 }
 
+/* ------------------------------------------------ the block quantizers */
+
+/* What rad_quantize_row writes, with llama.cpp's round-trip limit for each
+** (test-quantize-fns: 0.002, 2-bit 0.0075, 3-bit 0.004). */
+static const struct {
+    int enc;
+    double limit;
+} quantizers[] = {
+    {RAD_ENC_Q8_0, 0.002},  {RAD_ENC_Q4_0, 0.002}, {RAD_ENC_Q4_1, 0.002},
+    {RAD_ENC_Q5_0, 0.002},  {RAD_ENC_Q5_1, 0.002}, {RAD_ENC_IQ4_NL, 0.002},
+    {RAD_ENC_Q2_K, 0.0075}, {RAD_ENC_Q3_K, 0.004}, {RAD_ENC_Q4_K, 0.002},
+    {RAD_ENC_Q5_K, 0.002},  {RAD_ENC_Q6_K, 0.002},
+};
+enum { N_QUANTIZERS = sizeof quantizers / sizeof quantizers[0] };
+
+static const char *name_of(int enc) { return rad_encoding_info(enc)->name; }
+
+/* Quantize n floats to enc and decode them back with the reference decoder. */
+static int round_trip(int enc, const float *x, float *y, int64_t n)
+{
+    uint8_t *q = malloc((size_t)rad_encoding_row_bytes(enc, n));
+    int rc = rad_quantize_row(enc, x, q, n);
+    if (rc == 0) assert_int_equal(rad_dequant_row(enc, q, y, n), 0);
+    free(q);
+    return rc;
+}
+
+/* rad_quantize_supported says yes to exactly the eleven block encodings. */
+static void test_quantize_supported(void **state)
+{
+    (void)state;
+    int n = 0;
+    for (int enc = -1; enc <= RAD_ENC_COUNT; enc++) {
+        int want = 0;
+        for (int i = 0; i < N_QUANTIZERS; i++) want |= quantizers[i].enc == enc;
+        assert_int_equal(rad_quantize_supported(enc), want);
+        n += want;
+    }
+    assert_int_equal(n, N_QUANTIZERS);
+    float x[32] = {0};
+    uint8_t out[64];
+    assert_int_equal(rad_quantize_row(RAD_ENC_MXFP4, x, out, 32), RAD_E_UNSUPPORTED);
+    assert_int_equal(rad_quantize_row(RAD_ENC_F16, x, out, 32), RAD_E_UNSUPPORTED);
+}
+
+/* q8_0, q4_0, q4_1, q5_0 and q5_1 blocks are byte-identical to gguf-py's
+** (= ggml's reference quantizers) on the vectors' rows, through
+** rad_quantize_row and rad_convert_row alike. */
+static void test_vectors_byte_identical(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (int v = 0; v < N_ENCODING_VECTORS; v++) {
+        const EncodingVector *e = &encoding_vectors[v];
+        if (!e->source || !rad_quantize_supported(e->enc)) continue;
+        uint8_t *got = malloc((size_t)e->n_bytes);
+        memset(got, 0xaa, (size_t)e->n_bytes);
+        assert_int_equal(rad_quantize_row(e->enc, e->source, got, e->n), 0);
+        for (int i = 0; i < e->n_bytes; i++)
+            if (got[i] != e->blocks[i])
+                fail_msg("%s: byte %d is 0x%02x, gguf-py writes 0x%02x", e->label, i, got[i],
+                         e->blocks[i]);
+        memset(got, 0xaa, (size_t)e->n_bytes);
+        assert_int_equal(rad_convert_row(RAD_ENC_F32, e->source, e->enc, got, e->n), 0);
+        assert_memory_equal(got, e->blocks, (size_t)e->n_bytes);
+        free(got);
+        checked |= 1 << (e->enc & 31);
+    }
+    /* all five have vectors */
+    assert_int_equal(checked, 1 << RAD_ENC_Q8_0 | 1 << RAD_ENC_Q4_0 | 1 << RAD_ENC_Q4_1 |
+                                  1 << RAD_ENC_Q5_0 | 1 << RAD_ENC_Q5_1);
+}
+
+/* Every quantizer's round-trip error on llama.cpp's test data 0.1 + 2cos(i + offset),
+** by its metric sqrt(sum d^2) / n, is within llama.cpp's limit for its bit width. */
+static void test_round_trip_errors(void **state)
+{
+    (void)state;
+    enum { N = 32 * 128 };   /* test-quantize-fns' size */
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    for (int i = 0; i < N_QUANTIZERS; i++)
+        for (int offset = 0; offset < 2; offset++) {
+            for (int k = 0; k < N; k++) x[k] = 0.1f + 2.0f * cosf((float)k + (float)offset);
+            assert_int_equal(round_trip(quantizers[i].enc, x, y, N), 0);
+            double sum = 0;
+            for (int k = 0; k < N; k++) sum += ((double)x[k] - y[k]) * ((double)x[k] - y[k]);
+            double err = sqrt(sum) / N;
+            if (offset == 0)
+                print_message("    %-6s round-trip error %.6f (limit %g)\n", name_of(quantizers[i].enc),
+                              err, quantizers[i].limit);
+            if (!(err < quantizers[i].limit))
+                fail_msg("%s: error %g, limit %g", name_of(quantizers[i].enc), err,
+                         quantizers[i].limit);
+        }
+    free(x);
+    free(y);
+}
+
+/* Blocks at the edges encode and decode sensibly: all zero gives zeros;
+** a constant block comes back within one step; tiny and subnormal inputs
+** give finite values no larger than a step of the scale f16 can carry. */
+static void test_quantize_edge_blocks(void **state)
+{
+    (void)state;
+    enum { N = 512 };
+    float x[N], y[N];
+    for (int i = 0; i < N_QUANTIZERS; i++) {
+        int enc = quantizers[i].enc;
+        memset(x, 0, sizeof x);
+        assert_int_equal(round_trip(enc, x, y, N), 0);
+        for (int k = 0; k < N; k++) assert_true(y[k] == 0.0f);
+
+        for (float c = -5.0f; c <= 5.0f; c += 10.0f) {   /* -5, then 5 */
+            for (int k = 0; k < N; k++) x[k] = c;
+            assert_int_equal(round_trip(enc, x, y, N), 0);
+            for (int k = 0; k < N; k++)
+                if (!(fabsf(y[k] - c) <= 0.02f * 5))
+                    fail_msg("%s: constant %g decodes to %g", name_of(enc), (double)c, (double)y[k]);
+        }
+
+        for (int k = 0; k < N; k++) x[k] = (k % 3 - 1) * (k % 2 ? 1e-30f : 1e-40f);
+        assert_int_equal(round_trip(enc, x, y, N), 0);
+        for (int k = 0; k < N; k++) assert_true(isfinite(y[k]) && fabsf(y[k]) < 1e-6f);
+    }
+}
+
+/* f16 and bf16 rows quantize exactly as their f32 values do, across the
+** converter's internal chunks. */
+static void test_quantize_from_16bit(void **state)
+{
+    (void)state;
+    enum { N = 512 };
+    float x[N];
+    uint16_t h[N], b[N];
+    uint8_t want[N * 2], got[N * 2];
+    for (int k = 0; k < N; k++) {
+        h[k] = rad_f32_to_f16(sinf((float)k * 0.7f) * 3.0f);
+        b[k] = rad_f32_to_bf16(cosf((float)k) * 5.0f - 1.0f);
+    }
+    for (int i = 0; i < N_QUANTIZERS; i++) {
+        int enc = quantizers[i].enc;
+        size_t bytes = (size_t)rad_encoding_row_bytes(enc, N);
+        for (int k = 0; k < N; k++) x[k] = rad_f16_to_f32(h[k]);
+        assert_int_equal(rad_quantize_row(enc, x, want, N), 0);
+        assert_int_equal(rad_convert_row(RAD_ENC_F16, h, enc, got, N), 0);
+        assert_memory_equal(got, want, bytes);
+        for (int k = 0; k < N; k++) x[k] = rad_bf16_to_f32(b[k]);
+        assert_int_equal(rad_quantize_row(enc, x, want, N), 0);
+        assert_int_equal(rad_convert_row(RAD_ENC_BF16, b, enc, got, N), 0);
+        assert_memory_equal(got, want, bytes);
+    }
+}
+
+/* Every quantizer refuses NaN and infinity naming the element (also from a
+** chunked f16 row), a value its f16 scales cannot carry, part blocks and
+** NULL buffers. */
+static void test_quantize_refusals(void **state)
+{
+    (void)state;
+    enum { N = 512 };
+    float x[N];
+    uint16_t h[N];
+    uint8_t out[N * 2];
+    char want[64];
+    for (int i = 0; i < N_QUANTIZERS; i++) {
+        int enc = quantizers[i].enc;
+        const char *name = name_of(enc);
+        for (int k = 0; k < N; k++) x[k] = 0.5f;
+
+        x[300] = NAN;
+        assert_int_equal(rad_quantize_row(enc, x, out, N), RAD_E_ARG);
+        snprintf(want, sizeof want, "%s: element 300 is NaN", name);
+        assert_non_null(strstr(rad_error_message(), want));
+
+        x[300] = -INFINITY;
+        assert_int_equal(rad_convert_row(RAD_ENC_F32, x, enc, out, N), RAD_E_ARG);
+        snprintf(want, sizeof want, "%s: element 300 is infinite", name);
+        assert_non_null(strstr(rad_error_message(), want));
+
+        for (int k = 0; k < N; k++) h[k] = 0x3800;   /* 0.5 */
+        h[301] = 0x7c00;
+        assert_int_equal(rad_convert_row(RAD_ENC_F16, h, enc, out, N), RAD_E_ARG);
+        snprintf(want, sizeof want, "%s: element 301 is infinite", name);
+        assert_non_null(strstr(rad_error_message(), want));
+
+        x[300] = -3.0e38f;   /* finite, but no f16 scale reaches it */
+        assert_int_equal(rad_quantize_row(enc, x, out, N), RAD_E_ARG);
+        assert_non_null(strstr(rad_error_message(), "past what an f16 scale can carry"));
+        x[300] = 0.5f;
+
+        assert_int_equal(rad_quantize_row(enc, x, out, N - 16), RAD_E_ARG);
+        assert_int_equal(rad_quantize_row(enc, x, out, -32), RAD_E_ARG);
+        assert_int_equal(rad_quantize_row(enc, NULL, out, N), RAD_E_ARG);
+        assert_int_equal(rad_quantize_row(enc, x, NULL, N), RAD_E_ARG);
+        assert_int_equal(rad_quantize_row(enc, NULL, NULL, 0), 0);
+    }
+    /* q4_1 and q5_1 store the block's minimum as an f16: -70000 does not fit */
+    for (int k = 0; k < 32; k++) x[k] = -70000.0f + (float)k;
+    assert_int_equal(rad_quantize_row(RAD_ENC_Q4_1, x, out, 32), RAD_E_ARG);
+    assert_int_equal(rad_quantize_row(RAD_ENC_Q5_1, x, out, 32), RAD_E_ARG);
+    assert_int_equal(rad_quantize_row(RAD_ENC_Q4_0, x, out, 32), 0);   /* a scale of 8750 does */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +477,12 @@ int main(void)
         cmocka_unit_test(test_q8_0_round_trip_error),
         cmocka_unit_test(test_q8_0_extremes),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_quantize_supported),
+        cmocka_unit_test(test_vectors_byte_identical),
+        cmocka_unit_test(test_round_trip_errors),
+        cmocka_unit_test(test_quantize_edge_blocks),
+        cmocka_unit_test(test_quantize_from_16bit),
+        cmocka_unit_test(test_quantize_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
