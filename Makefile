@@ -31,11 +31,13 @@ CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 HEADERS  := $(wildcard base/*.h formats/*.h engine/*.h engine/text/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ref/*.h app/*.h)
 
-QUANTS   := f32 f16 bf16 q8_0 gguf
+QUANTS   := f32 f16 bf16 q8_0 q4_0 q4_k gguf
 ENC_f32  := RAD_ENC_F32
 ENC_f16  := RAD_ENC_F16
 ENC_bf16 := RAD_ENC_BF16
 ENC_q8_0 := RAD_ENC_Q8_0
+ENC_q4_0 := RAD_ENC_Q4_0
+ENC_q4_k := RAD_ENC_Q4_K
 ENC_gguf := -1     # each weight as the file stores it
 ARCH_SO  := $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/llama_$(q).so)
 ARCH_SO  += $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/gemma3_$(q).so)

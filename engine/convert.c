@@ -289,8 +289,8 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
                          const char *name, FILE *log)
 {
     int enc = rad_encoding_by_name(quant);
-    if (enc != RAD_ENC_F32 && enc != RAD_ENC_F16 && enc != RAD_ENC_BF16 && enc != RAD_ENC_Q8_0)
-        return rad_error_set(RAD_E_ARG, "--quant %s: choose f32, f16, bf16 or q8_0", quant);
+    if (enc < 0 || (enc != RAD_ENC_F32 && enc != RAD_ENC_F16 && enc != RAD_ENC_BF16 && !rad_quantize_supported(enc)))
+        return rad_error_set(RAD_E_ARG, "--quant %s: choose f32, f16, bf16, q8_0, q4_0 or q4_k", quant);
 
     RadCheckpoint *ck = NULL;
     RadPluginSet set = {0};

@@ -46,6 +46,18 @@ static inline void rad_hf_set_aliases(const RadHfAlias *aliases, int n)
     rad_n_hf_aliases = n < RAD_MAX_HF_ALIASES ? n : RAD_MAX_HF_ALIASES;
 }
 
+/* The encoding a matrix of `cols` columns gets in a plugin built for `enc`.
+** Block encodings need whole blocks per row (32 elements, 256 for k-quants):
+** a row that does not divide falls back to q8_0, then f16, as llama.cpp's
+** quantizer does.  Deterministic in the shape, so convert and load agree.
+** enc < 0 ("as stored", GGUF) stays as it is. */
+static inline int rad_enc_for_cols(int enc, int64_t cols)
+{
+    if (enc < 0 || rad_encoding_row_bytes(enc, cols) > 0) return enc;
+    if (rad_encoding_row_bytes(RAD_ENC_Q8_0, cols) > 0) return RAD_ENC_Q8_0;
+    return RAD_ENC_F16;
+}
+
 /* Declare a weight and map it from one checkpoint name (COPY), or from its
 ** aliases.  `hf` may be NULL when the weight has no checkpoint source of its
 ** own (a view). */
@@ -54,7 +66,7 @@ static inline rad_weight rad_weight_mapped(RadBuilder *b, const char *name, cons
                                            int optional)
 {
     RadWeightDecl d = {
-        .enc = enc, .rank = rank, .shape = {d0, d1},
+        .enc = rank == 2 ? rad_enc_for_cols(enc, d1) : enc, .rank = rank, .shape = {d0, d1},
         .access = access, .shard = RAD_SHARD_NONE, .group = group, .optional = optional,
     };
     rad_weight w = rad_decl_weight(b, name, &d);

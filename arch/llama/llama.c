@@ -269,7 +269,7 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
 
     if (tied) {
         /* A view of the embedding: no second copy in the container. */
-        RadWeightDecl d = {.enc = enc, .rank = 2, .shape = {V, E}, .access = RAD_ACCESS_VOCAB,
+        RadWeightDecl d = {.enc = rad_enc_for_cols(enc, E), .rank = 2, .shape = {V, E}, .access = RAD_ACCESS_VOCAB,
                            .group = -1, .source = "token_embd.weight"};
         model.output = rad_decl_weight(b, "output.weight", &d);
         rad_note(b, "lm_head is tied to the token embedding");

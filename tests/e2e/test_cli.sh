@@ -42,6 +42,15 @@ $R info --graph "$WORK/qwen3.rad" >"$WORK/graph" && grep -q "qk_norm" "$WORK/gra
     || not_ok "info --graph: $(head -5 "$WORK/graph")"
 $R run -m "$WORK/llama.rad" --tokens 1,2 -n 1 --debug-graph 2>&1 >/dev/null | grep -q "gemm_nt" && ok "--debug-graph" || not_ok "--debug-graph"
 
+# --quant q4_k: rows of 64 elements cannot hold 256-element blocks, so those
+# matrices fall back to q8_0 (as llama.cpp's quantizer does), named in show.
+$R convert "$FIXTURES/qwen3" -o "$WORK/q4k.rad" --quant q4_k 2>/dev/null \
+    && $R show "$WORK/q4k.rad" | grep -Eq "attn_q.weight +3 +q8_0" \
+    && ok "q4_k falls back to q8_0 where rows are not whole 256-blocks" || not_ok "q4_k fallback"
+$R convert "$FIXTURES/qwen3" -o "$WORK/q40.rad" --quant q4_0 2>/dev/null \
+    && $R show "$WORK/q40.rad" | grep -Eq "attn_q.weight +3 +q4_0" \
+    && [ -n "$($R run "$WORK/q40.rad" --tokens 1,2,3 -n 4 --temp 0)" ] && ok "convert --quant q4_0 runs" || not_ok "q4_0"
+
 # Every flag a command's --help names is documented in the man page.
 missing=""
 for cmd in run convert info tokenize perplexity; do
