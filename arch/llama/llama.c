@@ -21,6 +21,7 @@
 
 #include "../common/rad_block_attn.h"
 #include "../common/rad_block_mlp.h"
+#include "../common/rad_block_decoder.h"
 
 #ifndef RAD_QUANT
 #error "build with -DRAD_QUANT=\"f32\" -DRAD_QUANT_ENC=RAD_ENC_F32 (or another format)"
@@ -45,10 +46,7 @@ typedef struct Model {
     int n_layers, max_tok, max_out;
     double eps;
     rad_weight tok_embd, output;
-    rad_buf ids, positions, out_ids;
-    rad_buf x, h, q, k, v, att, delta, gate, up, act, sel, logits;
-    RadAttnBuffers attn_io;
-    RadMlpBuffers mlp_io;
+    RadDecoderBuffers io;
     rad_op op_embed, op_gather, op_logits;
     ResidualNorm out_norm;
     Layer *layers;
@@ -82,32 +80,32 @@ static void declare_residual_norm(RadBuilder *b, ResidualNorm *r, rad_weight w, 
                           RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd),
                                      RAD_FLOAT("eps", model.eps), RAD_FLOAT("w_offset", 0.0)),
                           RAD_WEIGHTS(w));
-        rad_op_reads(b, r->fused, RAD_BUFS(model.x, model.delta));
-        rad_op_writes(b, r->fused, RAD_BUFS(model.x, model.h));
+        rad_op_reads(b, r->fused, RAD_BUFS(model.io.x, model.io.delta));
+        rad_op_writes(b, r->fused, RAD_BUFS(model.io.x, model.io.h));
         if (rad_op_resolved(b, r->fused)) return;
         rad_note(b, "no kernel fuses the residual add with rmsnorm: issuing add + rmsnorm");
         r->fused = -1;
         r->add = RAD_OP(b, "add", RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd)),
                         RAD_NO_WEIGHTS);
-        rad_op_reads(b, r->add, RAD_BUFS(model.x, model.delta));
-        rad_op_writes(b, r->add, RAD_BUFS(model.x));
+        rad_op_reads(b, r->add, RAD_BUFS(model.io.x, model.io.delta));
+        rad_op_writes(b, r->add, RAD_BUFS(model.io.x));
     }
     r->norm = RAD_OP(b, "rmsnorm",
                      RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd),
                                 RAD_FLOAT("eps", model.eps), RAD_FLOAT("w_offset", 0.0)),
                      RAD_WEIGHTS(w));
-    rad_op_reads(b, r->norm, RAD_BUFS(model.x));
-    rad_op_writes(b, r->norm, RAD_BUFS(model.h));
+    rad_op_reads(b, r->norm, RAD_BUFS(model.io.x));
+    rad_op_writes(b, r->norm, RAD_BUFS(model.io.h));
 }
 
 static void step_residual_norm(RadCtx *c, const ResidualNorm *r, int64_t n)
 {
     if (r->fused >= 0) {
-        RAD_ISSUE(c, r->fused, n, RAD_B(model.x), RAD_B(model.delta), RAD_W(r->w), RAD_B(model.h));
+        RAD_ISSUE(c, r->fused, n, RAD_B(model.io.x), RAD_B(model.io.delta), RAD_W(r->w), RAD_B(model.io.h));
         return;
     }
-    if (r->add >= 0) RAD_ISSUE(c, r->add, n, RAD_B(model.x), RAD_B(model.delta), RAD_B(model.x));
-    RAD_ISSUE(c, r->norm, n, RAD_B(model.x), RAD_W(r->w), RAD_B(model.h));
+    if (r->add >= 0) RAD_ISSUE(c, r->add, n, RAD_B(model.io.x), RAD_B(model.io.delta), RAD_B(model.io.x));
+    RAD_ISSUE(c, r->norm, n, RAD_B(model.io.x), RAD_W(r->w), RAD_B(model.io.h));
 }
 
 /* RoPE as the checkpoint configures it; transformers 5 writes
@@ -195,26 +193,7 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
 
     /* Buffers, shared by every layer. */
     const int T = ctx->max_tok, QW = H * D, KW = HKV * D, F = meta->n_ff;
-    model.ids = rad_derived(b, "token_ids", "token_ids", T);
-    model.positions = rad_derived(b, "positions", "positions", T);
-    model.out_ids = rad_derived(b, "out_ids", "out_ids", model.max_out);
-    model.x = rad_activation(b, "x", T, E);
-    model.h = rad_activation(b, "h", T, E);
-    model.q = rad_activation(b, "q", T, QW);
-    model.k = rad_activation(b, "k", T, KW);
-    model.v = rad_activation(b, "v", T, KW);
-    model.att = rad_activation(b, "att", T, QW);
-    model.delta = rad_activation(b, "delta", T, E);
-    model.gate = rad_activation(b, "gate", T, F);
-    model.up = rad_activation(b, "up", T, F);
-    model.act = rad_activation(b, "act", T, F);
-    model.sel = rad_activation(b, "selected", model.max_out, E);
-    model.logits = rad_activation(b, "logits", model.max_out, V);
-    rad_declare_logits(b, model.logits);
-    model.attn_io = (RadAttnBuffers){.h = model.h, .q = model.q, .k = model.k, .v = model.v,
-                                     .att = model.att, .out = model.delta, .positions = model.positions};
-    model.mlp_io = (RadMlpBuffers){.h = model.h, .gate = model.gate, .up = model.up, .act = model.act,
-                                   .out = model.delta};
+    rad_decoder_buffers_declare(b, &model.io, T, model.max_out, E, QW, KW, F, V);
 
     RadKvGroupDecl full_decl = {.kind = RAD_KV_FULL, .n_head_kv = HKV, .head_dim = D};
     RadKvGroupDecl window_decl = {.kind = RAD_KV_WINDOW, .n_head_kv = HKV, .head_dim = D, .window = window};
@@ -226,8 +205,8 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
                                        RAD_ACCESS_VOCAB, -1, 0);
     model.op_embed = RAD_OP(b, "embed_lookup", RAD_PARAMS(RAD_RANGE("M", 1, T), RAD_INT("N", E)),
                             RAD_WEIGHTS(model.tok_embd));
-    rad_op_reads(b, model.op_embed, RAD_BUFS(model.ids));
-    rad_op_writes(b, model.op_embed, RAD_BUFS(model.x));
+    rad_op_reads(b, model.op_embed, RAD_BUFS(model.io.ids));
+    rad_op_writes(b, model.op_embed, RAD_BUFS(model.io.x));
 
     char name[RAD_NAME_MAX], hf_name[RAD_NAME_MAX], prefix[RAD_NAME_MAX];
     for (int l = 0; l < L; l++) {
@@ -254,13 +233,13 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
             .softcap = 0.0, .window = layer_window, .rope = rope,
             .hf_prefix = rad_fmt(prefix, "model.layers.%d.self_attn", l), .max_tok = T,
         };
-        rad_attn_declare(&layer->attn, b, &ac, &model.attn_io);
+        rad_attn_declare(&layer->attn, b, &ac, &model.io.attn);
         rad_bind_layer_kv(b, l, kv);
 
         declare_residual_norm(b, &layer->ffn_norm, ffn_norm, 0, E);
         RadMlpConfig mc = {.layer = l, .n_embd = E, .n_ff = F, .weight_enc = enc, .gelu = 0,
                            .hf_prefix = rad_fmt(prefix, "model.layers.%d.mlp", l), .max_tok = T};
-        rad_mlp_declare(&layer->mlp, b, &mc, &model.mlp_io);
+        rad_mlp_declare(&layer->mlp, b, &mc, &model.io.mlp);
     }
 
     rad_weight out_norm = rad_weight_mapped(b, "output_norm.weight", "model.norm.weight", RAD_ENC_F32, 1, E, 0,
@@ -278,15 +257,15 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
     }
     model.op_gather = RAD_OP(b, "gather_rows", RAD_PARAMS(RAD_RANGE("M", 1, model.max_out), RAD_INT("N", E)),
                              RAD_NO_WEIGHTS);
-    rad_op_reads(b, model.op_gather, RAD_BUFS(model.h, model.out_ids));
-    rad_op_writes(b, model.op_gather, RAD_BUFS(model.sel));
+    rad_op_reads(b, model.op_gather, RAD_BUFS(model.io.h, model.io.out_ids));
+    rad_op_writes(b, model.op_gather, RAD_BUFS(model.io.sel));
     model.op_logits = RAD_OP(b, "logits_gemm",
                              RAD_PARAMS(RAD_RANGE("M", 1, model.max_out), RAD_INT("N", V), RAD_INT("K", E),
                                         RAD_INT("enc", rad_weight_encoding(b, model.output)),
                                         RAD_FLOAT("softcap", 0.0)),
                              RAD_WEIGHTS(model.output));
-    rad_op_reads(b, model.op_logits, RAD_BUFS(model.sel));
-    rad_op_writes(b, model.op_logits, RAD_BUFS(model.logits));
+    rad_op_reads(b, model.op_logits, RAD_BUFS(model.io.sel));
+    rad_op_writes(b, model.op_logits, RAD_BUFS(model.io.logits));
     return failed;
 }
 
@@ -301,18 +280,18 @@ void rad_arch_release(void)
 void rad_arch_step(RadCtx *c, const RadBatch *batch)
 {
     const int64_t n = batch->n_tok;
-    RAD_ISSUE(c, model.op_embed, n, RAD_B(model.ids), RAD_W(model.tok_embd), RAD_B(model.x));
+    RAD_ISSUE(c, model.op_embed, n, RAD_B(model.io.ids), RAD_W(model.tok_embd), RAD_B(model.io.x));
     for (int l = 0; l < model.n_layers; l++) {
         const Layer *layer = &model.layers[l];
         step_residual_norm(c, &layer->attn_norm, n);
-        rad_attn_step(&layer->attn, c, batch, &model.attn_io);
+        rad_attn_step(&layer->attn, c, batch, &model.io.attn);
         step_residual_norm(c, &layer->ffn_norm, n);
-        rad_mlp_step(&layer->mlp, c, batch, &model.mlp_io);
+        rad_mlp_step(&layer->mlp, c, batch, &model.io.mlp);
     }
     step_residual_norm(c, &model.out_norm, n);
     if (batch->n_out == 0) return;      /* a chunk that finishes no sequence */
-    RAD_ISSUE(c, model.op_gather, batch->n_out, RAD_B(model.h), RAD_B(model.out_ids), RAD_B(model.sel));
-    RAD_ISSUE(c, model.op_logits, batch->n_out, RAD_B(model.sel), RAD_W(model.output), RAD_B(model.logits));
+    RAD_ISSUE(c, model.op_gather, batch->n_out, RAD_B(model.io.h), RAD_B(model.io.out_ids), RAD_B(model.io.sel));
+    RAD_ISSUE(c, model.op_logits, batch->n_out, RAD_B(model.io.sel), RAD_W(model.output), RAD_B(model.io.logits));
 }
 
 RAD_ARCH_PLUGIN(llama, "llama", RAD_QUANT, "1.0", "Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3")
