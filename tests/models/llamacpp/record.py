@@ -14,6 +14,11 @@ For each model below it writes, into this folder,
     NAME.topk.bin    teacher forcing on text2k.txt (2,000 tokens): for every
                      position, llama.cpp's 64 most likely next tokens, their
                      log-probabilities and the log of the remaining mass
+    NAME.deq-f32.topk.bin
+                     the same from llama.cpp on a copy of the file with every
+                     tensor dequantized to f32 (quantized files only): the
+                     model's own weights without llama.cpp's 8-bit
+                     quantization of activations (see README.md, "Noise floor")
 
 The formats are described in README.md.  `make test` reads these files; it
 never runs llama.cpp.
@@ -62,6 +67,7 @@ PPL_CTX = 512       # llama-perplexity's chunk size for the second perplexity
 N_BATCH = 512
 N_THREADS = 2
 SEED = 1234
+N_SINGLE = 256     # positions of the one-token-per-decode self check
 MAGIC = b"RADLCTK1"
 
 
@@ -73,11 +79,21 @@ def sha256_file(path):
     return h.hexdigest()
 
 
-def log_softmax(row):
-    """Natural-log softmax of one row of float32 logits, in float64."""
-    x = row.astype(np.float64)
-    m = x.max()
-    return x - (m + np.log(np.exp(x - m).sum()))
+def log_softmax(rows):
+    """Natural-log softmax of float32 logits, computed in float64.  One row: float64.  A matrix:
+    float32, computed in blocks of rows (a 2,000 x 262,144 matrix of float64 would not fit)."""
+    def one(x):
+        x = np.asarray(x, dtype=np.float64)
+        m = x.max(axis=-1, keepdims=True)
+        return x - (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))
+
+    rows = np.asarray(rows)
+    if rows.ndim == 1:
+        return one(rows)
+    out = np.empty(rows.shape, dtype=np.float32)
+    for i in range(0, rows.shape[0], 64):
+        out[i:i + 64] = one(rows[i:i + 64])
+    return out
 
 
 def topk_of(lp, k):
@@ -96,6 +112,16 @@ def topk_of(lp, k):
     return ids, lp[ids], log_rest
 
 
+def kl_rows(p_lp, q_lp):
+    """KL(P || Q) per row, from full log-prob rows, in float64 blocks."""
+    out = np.empty(p_lp.shape[0])
+    for i in range(0, p_lp.shape[0], 64):
+        p = p_lp[i:i + 64].astype(np.float64)
+        q = q_lp[i:i + 64].astype(np.float64)
+        out[i:i + 64] = (np.exp(p) * (p - q)).sum(axis=-1)
+    return out
+
+
 def read_text():
     with open(os.path.join(HERE, "text2k.txt"), encoding="utf-8") as f:
         text = f.read()
@@ -104,8 +130,20 @@ def read_text():
     return text
 
 
+def open_llama(path):
+    from llama_cpp import Llama
+
+    return Llama(model_path=path, n_ctx=N_CTX, n_batch=N_BATCH, n_ubatch=N_BATCH, n_threads=N_THREADS,
+                 n_threads_batch=N_THREADS, logits_all=True, seed=SEED, n_gpu_layers=0, verbose=False)
+
+
+def tokenize(llm, s):
+    return [int(t) for t in llm.tokenize(s.encode("utf-8"), add_bos=True, special=False)]
+
+
 def greedy(llm, ids, n):
-    """Argmax decoding, n tokens, not stopping at EOS; per step the top-5 ids and log-probs."""
+    """Argmax decoding, n tokens, not stopping at EOS: the prompt in one batch, then one token per
+    llama_decode, as generation does.  Per step the top-5 ids and log-probs."""
     llm.reset()
     llm.eval(ids)
     out, steps = [], []
@@ -123,13 +161,47 @@ def greedy(llm, ids, n):
 
 
 def sampler_greedy(llm, ids, n, eos):
-    """The same through llama.cpp's own sampler chain (top_k 1, temperature 0), stopping at EOS."""
+    """The same through llama.cpp's own sampler chain (top_k 1, temperature 0), stopping at EOS.
+    The state is reset first: Llama.generate would otherwise reuse the KV cache of the previous
+    call's matching prefix and re-evaluate only the last prompt token on its own, which changes
+    the numbers (see README.md, "Noise floor")."""
+    llm.reset()
     out = []
     for tok in llm.generate(ids, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0, reset=True):
         out.append(int(tok))
         if tok == eos or len(out) == n:
             break
     return out
+
+
+def teacher_forced(llm, ids):
+    """Log-probs (float32, computed in float64) of every position of ids, evaluated in batches of N_BATCH."""
+    llm.reset()
+    llm.eval(ids)
+    return log_softmax(llm.scores[:len(ids)])
+
+
+def write_topk(path, lp, ids, n_vocab):
+    """NAME.topk.bin (format in README.md).  Returns the per-position remaining mass."""
+    rest_mass = []
+    with open(path, "wb") as f:
+        f.write(MAGIC + struct.pack("<4I", n_vocab, len(ids), TOPK, 0))
+        f.write(np.asarray(ids, dtype="<i4").tobytes())
+        for i in range(len(ids)):
+            top, top_lp, log_rest = topk_of(lp[i].astype(np.float64), TOPK)
+            f.write(top.astype("<i4").tobytes())
+            f.write(top_lp.astype("<f4").tobytes())
+            f.write(struct.pack("<f", log_rest))
+            rest_mass.append(float(np.exp(log_rest)))
+    return np.array(rest_mass)
+
+
+def text_perplexity(lp, ids):
+    n = len(ids) - 1
+    nll = -float(sum(float(lp[i, ids[i + 1]]) for i in range(n)))
+    top1 = sum(int(np.argmax(lp[i]) == ids[i + 1]) for i in range(n))
+    return {"n_tokens": len(ids), "n_scored": n, "mean_nll": nll / n, "ppl": float(np.exp(nll / n)),
+            "top1_is_next_token": top1 / n}
 
 
 def perplexity_chunks(llm, tokens, n_ctx, add_bos, bos):
@@ -144,20 +216,70 @@ def perplexity_chunks(llm, tokens, n_ctx, add_bos, bos):
         chunk = list(tokens[c * n_ctx:(c + 1) * n_ctx])
         if add_bos:
             chunk[0] = bos
-        llm.reset()
-        llm.eval(chunk)
+        lp = teacher_forced(llm, chunk)
         for j in range(first, n_ctx - 1):
-            nll -= log_softmax(llm.scores[j])[chunk[j + 1]]
+            nll -= float(lp[j, chunk[j + 1]])
             count += 1
     return {"n_ctx": n_ctx, "n_chunks": n_chunk, "n_scored": count,
             "mean_nll": nll / count, "ppl": float(np.exp(nll / count))}
 
 
-def record(name, path, note, llama_cpp, text):
-    from llama_cpp import Llama
+def compare(p_lp, q_lp):
+    """KL(P || Q) over full distributions and top-1 agreement, positions 0 .. n-2 (those with a next token)."""
+    k = kl_rows(p_lp[:-1], q_lp[:-1])
+    agree = (p_lp[:-1].argmax(axis=1) == q_lp[:-1].argmax(axis=1)).mean()
+    return {"n_positions": int(k.size), "kl_mean": float(k.mean()), "kl_max": float(k.max()),
+            "top1_agreement": float(agree)}
 
-    llm = Llama(model_path=path, n_ctx=N_CTX, n_batch=N_BATCH, n_ubatch=N_BATCH, n_threads=N_THREADS,
-                n_threads_batch=N_THREADS, logits_all=True, seed=SEED, n_gpu_layers=0, verbose=False)
+
+def is_quantized(path):
+    import gguf
+
+    return any(t.tensor_type not in (gguf.GGMLQuantizationType.F32,) for t in gguf.GGUFReader(path).tensors)
+
+
+def dequantized_copy(src, dst):
+    """A copy of the GGUF src with every tensor dequantized to f32 by gguf-py (the dequantizers of
+    llama.cpp's Python package); metadata copied, general.file_type set to 0 (all f32)."""
+    import gguf
+    from gguf.quants import dequantize
+
+    r = gguf.GGUFReader(src)
+    w = gguf.GGUFWriter(dst, r.fields["general.architecture"].contents())
+    for f in r.fields.values():
+        if f.name == "general.architecture" or f.name.startswith("GGUF."):
+            continue
+        vt = f.types[0]
+        st = f.types[-1] if vt == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(f.name, 0 if f.name == "general.file_type" else f.contents(), vt, sub_type=st)
+    arrays = []
+    for t in r.tensors:
+        a = dequantize(t.data, t.tensor_type).astype(np.float32)
+        a = a.reshape([int(x) for x in reversed(t.shape.tolist())])
+        arrays.append(a)
+        w.add_tensor_info(t.name, a.shape, a.dtype, a.nbytes, gguf.GGMLQuantizationType.F32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for a in arrays:
+        w.write_tensor_data(a)
+    w.close()
+
+
+def single_token_check(llm, ids, lp_batch, n):
+    """llama.cpp against itself: the first n positions evaluated one token per llama_decode
+    instead of in batches of N_BATCH."""
+    llm.reset()
+    for t in ids[:n]:
+        llm.eval([t])
+    lp = log_softmax(llm.scores[:n])
+    return compare(lp_batch[:n], lp)
+
+
+def record(name, path, note, text, with_reference):
+    import llama_cpp
+
+    llm = open_llama(path)
     meta = llm.metadata
     n_vocab = llm.n_vocab()
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
@@ -166,22 +288,18 @@ def record(name, path, note, llama_cpp, text):
     bos, eos = int(llm.token_bos()), int(llm.token_eos())
     print("%s: n_vocab %d, add_bos %s, bos %d, eos %d" % (name, n_vocab, add_bos, bos, eos), flush=True)
 
-    def tok(s):
-        return [int(t) for t in llm.tokenize(s.encode("utf-8"), add_bos=True, special=False)]
-
     def detok(ids):
         return llm.detokenize(ids).decode("utf-8", errors="replace")
 
     # (a) greedy continuations
     prompts = []
     for pname, ptext in PROMPTS:
-        ids = tok(ptext)
+        ids = tokenize(llm, ptext)
         out, steps = greedy(llm, ids, N_GEN)
         via_sampler = sampler_greedy(llm, ids, N_GEN, eos)
         agree = via_sampler == out[:len(via_sampler)]
-        eos_at = out.index(eos) if eos in out else None
         prompts.append({"name": pname, "text": ptext, "prompt_ids": ids, "output_ids": out,
-                        "output_text": detok(out), "first_eos_index": eos_at,
+                        "output_text": detok(out), "first_eos_index": out.index(eos) if eos in out else None,
                         "sampler_agrees": agree, "min_margin": min(s["margin"] for s in steps),
                         "steps": steps})
         print("  %-12s %3d prompt ids -> %s%s  (min margin %.4f)" %
@@ -189,46 +307,63 @@ def record(name, path, note, llama_cpp, text):
                min(s["margin"] for s in steps)), flush=True)
 
     # (b) teacher forcing on text2k.txt
-    all_ids = tok(text)
+    all_ids = tokenize(llm, text)
     ids = all_ids[:N_TEXT]
     assert len(ids) == N_TEXT, "%s: text2k.txt gives only %d tokens" % (name, len(all_ids))
-    llm.reset()
-    llm.eval(ids)
-    scores = llm.scores[:N_TEXT]
-    nll, top1_is_next, rest_mass = 0.0, 0, []
-    bin_path = os.path.join(HERE, name + ".topk.bin")
-    with open(bin_path, "wb") as f:
-        f.write(MAGIC + struct.pack("<4I", n_vocab, N_TEXT, TOPK, 0))
-        f.write(np.asarray(ids, dtype="<i4").tobytes())
-        for i in range(N_TEXT):
-            lp = log_softmax(scores[i])
-            top, top_lp, log_rest = topk_of(lp, TOPK)
-            f.write(top.astype("<i4").tobytes())
-            f.write(top_lp.astype("<f4").tobytes())
-            f.write(struct.pack("<f", log_rest))
-            rest_mass.append(float(np.exp(log_rest)))
-            if i + 1 < N_TEXT:
-                nll -= lp[ids[i + 1]]
-                top1_is_next += int(top[0] == ids[i + 1])
-    n_pred = N_TEXT - 1
-    full = {"n_tokens": N_TEXT, "n_scored": n_pred, "mean_nll": nll / n_pred, "ppl": float(np.exp(nll / n_pred)),
-            "top1_is_next_token": top1_is_next / n_pred}
+    lp = teacher_forced(llm, ids)
+    rest = write_topk(os.path.join(HERE, name + ".topk.bin"), lp, ids, n_vocab)
+    full = text_perplexity(lp, ids)
     chunked = perplexity_chunks(llm, all_ids, PPL_CTX, add_bos, bos)
     chunked["n_file_tokens"] = len(all_ids)
     print("  text: %d of %d tokens; ppl %.4f (one window), %.4f (llama-perplexity --ctx %d, %d chunks);"
           " rest mass mean %.2e max %.2e" % (N_TEXT, len(all_ids), full["ppl"], chunked["ppl"], PPL_CTX,
-                                              chunked["n_chunks"], np.mean(rest_mass), np.max(rest_mass)),
-          flush=True)
+                                              chunked["n_chunks"], rest.mean(), rest.max()), flush=True)
+
+    # (c) the noise floor: llama.cpp against itself and against the dequantized weights
+    checks = {}
+    if with_reference:
+        checks["single_token_vs_batch"] = single_token_check(llm, ids, lp, N_SINGLE)
+        print("  llama.cpp one token per decode vs batches, first %d positions: %s"
+              % (N_SINGLE, checks["single_token_vs_batch"]), flush=True)
+    llm.close()
+    del llm, detok
+    if with_reference and is_quantized(path):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            deq_path = os.path.join(tmp, name + "-f32.gguf")
+            dequantized_copy(path, deq_path)
+            deq = open_llama(deq_path)
+            deq_lp = teacher_forced(deq, ids)
+            deq_rest = write_topk(os.path.join(HERE, name + ".deq-f32.topk.bin"), deq_lp, ids, n_vocab)
+            deq_greedy = []
+            for p in prompts:
+                out, steps = greedy(deq, p["prompt_ids"], N_GEN)
+                same = next((i for i, (a, b) in enumerate(zip(out, p["output_ids"])) if a != b), None)
+                deq_greedy.append({"name": p["name"], "output_ids": out, "first_difference": same,
+                                   "min_margin": min(s["margin"] for s in steps)})
+            deq.close()
+            del deq
+        checks["dequantized_f32"] = {
+            "topk_file": name + ".deq-f32.topk.bin",
+            "rest_mass_mean": float(deq_rest.mean()), "rest_mass_max": float(deq_rest.max()),
+            "perplexity": text_perplexity(deq_lp, ids),
+            "kl_default_vs_dequantized": compare(lp, deq_lp),
+            "greedy": deq_greedy}
+        print("  dequantized f32 copy: %s; greedy first differences %s"
+              % (checks["dequantized_f32"]["kl_default_vs_dequantized"],
+                 [g["first_difference"] for g in deq_greedy]), flush=True)
 
     import llama_cpp as lc
     info = {
         "name": name,
         "model": {"file": os.path.basename(path), "sha256": sha256_file(path), "bytes": os.path.getsize(path),
                   "note": note, "architecture": meta.get("general.architecture"),
-                  "n_ctx_train": llm.n_ctx_train() if hasattr(llm, "n_ctx_train") else None},
+                  "n_ctx_train": int(meta.get(meta.get("general.architecture", "") + ".context_length", 0))},
         "llama_cpp": {"llama_cpp_python": lc.__version__, "llama_cpp_commit": LLAMA_CPP_COMMIT,
-                      "system_info": lc.llama_print_system_info().decode(), "python": platform.python_version(),
-                      "numpy": np.__version__, "recorded": datetime.date.today().isoformat()},
+                      "system_info": lc.llama_print_system_info().decode().strip(),
+                      "python": platform.python_version(), "numpy": np.__version__,
+                      "recorded": datetime.date.today().isoformat()},
         "settings": {"n_ctx": N_CTX, "n_batch": N_BATCH, "n_ubatch": N_BATCH, "n_threads": N_THREADS,
                      "n_gpu_layers": 0, "seed": SEED, "logits_all": True, "type_k": "f16", "type_v": "f16",
                      "flash_attn": False, "backend": "CPU"},
@@ -237,14 +372,14 @@ def record(name, path, note, llama_cpp, text):
                       "has_chat_template": "tokenizer.chat_template" in meta},
         "prompts": prompts,
         "text": {"file": "text2k.txt", "sha256": sha256_file(os.path.join(HERE, "text2k.txt")),
-                 "n_file_tokens": len(all_ids), "topk_file": os.path.basename(bin_path), "topk": TOPK,
-                 "rest_mass_mean": float(np.mean(rest_mass)), "rest_mass_max": float(np.max(rest_mass)),
+                 "n_file_tokens": len(all_ids), "topk_file": name + ".topk.bin", "topk": TOPK,
+                 "rest_mass_mean": float(rest.mean()), "rest_mass_max": float(rest.max()),
                  "perplexity": full, "perplexity_llama": chunked},
+        "noise_floor": checks,
     }
     with open(os.path.join(HERE, name + ".json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1, ensure_ascii=False)
         f.write("\n")
-    llm.close()
 
 
 LLAMA_CPP_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"  # vendored by llama-cpp-python 0.3.36
@@ -253,6 +388,8 @@ LLAMA_CPP_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"  # vendored by lla
 def main():
     ap = argparse.ArgumentParser(description="record llama.cpp's outputs on real GGUF files")
     ap.add_argument("--only", nargs="*", help="model names to record (default: all)")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="skip the noise-floor passes (dequantized copy, one token per decode)")
     args = ap.parse_args()
     import llama_cpp
 
@@ -265,7 +402,7 @@ def main():
             continue
         if not os.path.isfile(path):
             sys.exit("%s: %s is missing (run tests/models/fetch.sh, or make_qwen2_gguf.py)" % (name, path))
-        record(name, path, note, llama_cpp, text)
+        record(name, path, note, text, not args.no_reference)
 
 
 if __name__ == "__main__":
