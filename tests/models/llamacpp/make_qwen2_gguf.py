@@ -1,6 +1,7 @@
 """make_qwen2_gguf.py: a tiny Qwen2-architecture GGUF, made by llama.cpp's own converter.
 
-Run by hand, never by CI (needs torch, transformers and llama.cpp's sources):
+Run by hand, never by CI (needs torch, transformers, sentencepiece, which the
+converter imports even for BPE tokenizers, and llama.cpp's sources):
 
     /work/venv/bin/python tests/models/llamacpp/make_qwen2_gguf.py [--llama-cpp DIR]
 
@@ -25,7 +26,9 @@ token ids of a fixed string, and a retrained vocabulary gives a hash it does
 not know.  The tokenizer's split regex is exactly Qwen2's, so
 get_vocab_base_pre is made to answer "qwen2" (what it answers for real Qwen2
 tokenizers).  Everything else (tensor names and layout, metadata, q8_0
-quantization) is the converter's own.
+quantization) is the converter's own.  The converter's warning "Unknown RoPE
+type: default" is harmless (no rope scaling is written).  The output is
+deterministic: see the sha256 sums in README.md.
 
 DIR is a llama.cpp source tree (the vendor/llama.cpp folder of
 llama-cpp-python's sdist).  Without --llama-cpp the script downloads the

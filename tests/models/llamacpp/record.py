@@ -80,15 +80,15 @@ def sha256_file(path):
 
 
 def log_softmax(rows):
-    """Natural-log softmax of float32 logits, computed in float64.  One row: float64.  A matrix:
-    float32, computed in blocks of rows (a 2,000 x 262,144 matrix of float64 would not fit)."""
+    """Natural-log softmax of float32 logits, computed in float64.  Up to 64 rows: float64.  More:
+    float32, computed in blocks of rows (2,000 x 262,144 float64 values would not fit in memory)."""
     def one(x):
         x = np.asarray(x, dtype=np.float64)
         m = x.max(axis=-1, keepdims=True)
         return x - (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))
 
     rows = np.asarray(rows)
-    if rows.ndim == 1:
+    if rows.ndim == 1 or rows.shape[0] <= 64:
         return one(rows)
     out = np.empty(rows.shape, dtype=np.float32)
     for i in range(0, rows.shape[0], 64):
@@ -175,20 +175,20 @@ def sampler_greedy(llm, ids, n, eos):
 
 
 def teacher_forced(llm, ids):
-    """Log-probs (float32, computed in float64) of every position of ids, evaluated in batches of N_BATCH."""
+    """llama.cpp's float32 logits at every position of ids, evaluated in batches of N_BATCH."""
     llm.reset()
     llm.eval(ids)
-    return log_softmax(llm.scores[:len(ids)])
+    return np.array(llm.scores[:len(ids)], dtype=np.float32)
 
 
-def write_topk(path, lp, ids, n_vocab):
+def write_topk(path, logits, ids, n_vocab):
     """NAME.topk.bin (format in README.md).  Returns the per-position remaining mass."""
     rest_mass = []
     with open(path, "wb") as f:
         f.write(MAGIC + struct.pack("<4I", n_vocab, len(ids), TOPK, 0))
         f.write(np.asarray(ids, dtype="<i4").tobytes())
         for i in range(len(ids)):
-            top, top_lp, log_rest = topk_of(lp[i].astype(np.float64), TOPK)
+            top, top_lp, log_rest = topk_of(log_softmax(logits[i]), TOPK)
             f.write(top.astype("<i4").tobytes())
             f.write(top_lp.astype("<f4").tobytes())
             f.write(struct.pack("<f", log_rest))
@@ -196,10 +196,11 @@ def write_topk(path, lp, ids, n_vocab):
     return np.array(rest_mass)
 
 
-def text_perplexity(lp, ids):
+def text_perplexity(logits, ids):
     n = len(ids) - 1
+    lp = log_softmax(logits[:n])
     nll = -float(sum(float(lp[i, ids[i + 1]]) for i in range(n)))
-    top1 = sum(int(np.argmax(lp[i]) == ids[i + 1]) for i in range(n))
+    top1 = int((logits[:n].argmax(axis=1) == np.asarray(ids[1:])).sum())
     return {"n_tokens": len(ids), "n_scored": n, "mean_nll": nll / n, "ppl": float(np.exp(nll / n)),
             "top1_is_next_token": top1 / n}
 
@@ -216,18 +217,20 @@ def perplexity_chunks(llm, tokens, n_ctx, add_bos, bos):
         chunk = list(tokens[c * n_ctx:(c + 1) * n_ctx])
         if add_bos:
             chunk[0] = bos
-        lp = teacher_forced(llm, chunk)
+        logits = teacher_forced(llm, chunk)
         for j in range(first, n_ctx - 1):
-            nll -= float(lp[j, chunk[j + 1]])
+            nll -= float(log_softmax(logits[j])[chunk[j + 1]])
             count += 1
     return {"n_ctx": n_ctx, "n_chunks": n_chunk, "n_scored": count,
             "mean_nll": nll / count, "ppl": float(np.exp(nll / count))}
 
 
-def compare(p_lp, q_lp):
+def compare(p_logits, q_logits):
     """KL(P || Q) over full distributions and top-1 agreement, positions 0 .. n-2 (those with a next token)."""
-    k = kl_rows(p_lp[:-1], q_lp[:-1])
-    agree = (p_lp[:-1].argmax(axis=1) == q_lp[:-1].argmax(axis=1)).mean()
+    n = p_logits.shape[0] - 1
+    k = np.concatenate([kl_rows(log_softmax(p_logits[i:min(i + 64, n)]), log_softmax(q_logits[i:min(i + 64, n)]))
+                        for i in range(0, n, 64)])
+    agree = (p_logits[:n].argmax(axis=1) == q_logits[:n].argmax(axis=1)).mean()
     return {"n_positions": int(k.size), "kl_mean": float(k.mean()), "kl_max": float(k.max()),
             "top1_agreement": float(agree)}
 
@@ -266,14 +269,13 @@ def dequantized_copy(src, dst):
     w.close()
 
 
-def single_token_check(llm, ids, lp_batch, n):
+def single_token_check(llm, ids, logits_batch, n):
     """llama.cpp against itself: the first n positions evaluated one token per llama_decode
     instead of in batches of N_BATCH."""
     llm.reset()
     for t in ids[:n]:
         llm.eval([t])
-    lp = log_softmax(llm.scores[:n])
-    return compare(lp_batch[:n], lp)
+    return compare(logits_batch[:n], np.array(llm.scores[:n], dtype=np.float32))
 
 
 def record(name, path, note, text, with_reference):
@@ -310,9 +312,9 @@ def record(name, path, note, text, with_reference):
     all_ids = tokenize(llm, text)
     ids = all_ids[:N_TEXT]
     assert len(ids) == N_TEXT, "%s: text2k.txt gives only %d tokens" % (name, len(all_ids))
-    lp = teacher_forced(llm, ids)
-    rest = write_topk(os.path.join(HERE, name + ".topk.bin"), lp, ids, n_vocab)
-    full = text_perplexity(lp, ids)
+    logits = teacher_forced(llm, ids)
+    rest = write_topk(os.path.join(HERE, name + ".topk.bin"), logits, ids, n_vocab)
+    full = text_perplexity(logits, ids)
     chunked = perplexity_chunks(llm, all_ids, PPL_CTX, add_bos, bos)
     chunked["n_file_tokens"] = len(all_ids)
     print("  text: %d of %d tokens; ppl %.4f (one window), %.4f (llama-perplexity --ctx %d, %d chunks);"
@@ -322,7 +324,7 @@ def record(name, path, note, text, with_reference):
     # (c) the noise floor: llama.cpp against itself and against the dequantized weights
     checks = {}
     if with_reference:
-        checks["single_token_vs_batch"] = single_token_check(llm, ids, lp, N_SINGLE)
+        checks["single_token_vs_batch"] = single_token_check(llm, ids, logits, N_SINGLE)
         print("  llama.cpp one token per decode vs batches, first %d positions: %s"
               % (N_SINGLE, checks["single_token_vs_batch"]), flush=True)
     llm.close()
@@ -333,9 +335,10 @@ def record(name, path, note, text, with_reference):
         with tempfile.TemporaryDirectory() as tmp:
             deq_path = os.path.join(tmp, name + "-f32.gguf")
             dequantized_copy(path, deq_path)
+            deq_sha = sha256_file(deq_path)
             deq = open_llama(deq_path)
-            deq_lp = teacher_forced(deq, ids)
-            deq_rest = write_topk(os.path.join(HERE, name + ".deq-f32.topk.bin"), deq_lp, ids, n_vocab)
+            deq_logits = teacher_forced(deq, ids)
+            deq_rest = write_topk(os.path.join(HERE, name + ".deq-f32.topk.bin"), deq_logits, ids, n_vocab)
             deq_greedy = []
             for p in prompts:
                 out, steps = greedy(deq, p["prompt_ids"], N_GEN)
@@ -345,10 +348,10 @@ def record(name, path, note, text, with_reference):
             deq.close()
             del deq
         checks["dequantized_f32"] = {
-            "topk_file": name + ".deq-f32.topk.bin",
+            "topk_file": name + ".deq-f32.topk.bin", "dequantized_gguf_sha256": deq_sha,
             "rest_mass_mean": float(deq_rest.mean()), "rest_mass_max": float(deq_rest.max()),
-            "perplexity": text_perplexity(deq_lp, ids),
-            "kl_default_vs_dequantized": compare(lp, deq_lp),
+            "perplexity": text_perplexity(deq_logits, ids),
+            "kl_default_vs_dequantized": compare(logits, deq_logits),
             "greedy": deq_greedy}
         print("  dequantized f32 copy: %s; greedy first differences %s"
               % (checks["dequantized_f32"]["kl_default_vs_dequantized"],
