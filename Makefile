@@ -41,7 +41,7 @@ ENC_q4_k := RAD_ENC_Q4_K
 ENC_gguf := -1     # each weight as the file stores it
 ARCH_SO  := $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/llama_$(q).so)
 ARCH_SO  += $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/gemma3_$(q).so)
-KERN_SO  := $(BUILD)/plugins/kernels/ref.so
+KERN_SO  := $(BUILD)/plugins/kernels/ref.so $(BUILD)/plugins/kernels/cpu.so
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 OPS_TESTS  := $(patsubst tests/ops/%.c,$(BUILD)/tests/ops/%,$(wildcard tests/ops/test_*.c))
@@ -72,9 +72,35 @@ $(BUILD)/plugins/arch/gemma3_%.so: arch/gemma3/gemma3.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< -lm
 
-$(KERN_SO): $(REF_SRC) $(HEADERS)
+$(BUILD)/plugins/kernels/ref.so: $(REF_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(REF_SRC) -lm
+
+# ------------------------------------------------------ the cpu library
+# kernels/cpu: one object per file, each compiled with its ISA's flags by
+# the file's suffix (_avx2.c, _avx512.c, _neon.c; no suffix: portable C).
+# An ISA file guards its body with the target architecture, so the same
+# list builds for x86-64 and, with CC=aarch64-linux-gnu-gcc, for arm64.
+# The library also carries ref's schema table and decoders.
+TARGET_ARCH_NAME := $(shell $(CC) -dumpmachine 2>/dev/null)
+ifneq (,$(findstring x86_64,$(TARGET_ARCH_NAME)))
+ISA_avx2   = -mavx2 -mfma -mf16c
+ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
+endif
+ifneq (,$(findstring aarch64,$(TARGET_ARCH_NAME)))
+ISA_neon   = -march=armv8.2-a+dotprod+fp16
+endif
+cpu_isa_flags = $(if $(findstring _avx512.c,$1),$(ISA_avx512),$(if $(findstring _avx2.c,$1),$(ISA_avx2),$(if $(findstring _neon.c,$1),$(ISA_neon))))
+CPU_OPT  ?= -O3
+CPU_SRC  := $(wildcard kernels/cpu/*.c)
+CPU_OBJ  := $(CPU_SRC:%.c=$(BUILD)/obj/%.o)
+CPU_SHARED_SRC := kernels/ref/schemas.c kernels/ref/dequant.c kernels/ref/dequant_kquants.c base/encoding.c
+$(BUILD)/obj/kernels/cpu/%.o: kernels/cpu/%.c $(HEADERS) $(wildcard kernels/cpu/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CPU_OPT) $(call cpu_isa_flags,$<) -c $< -o $@
+$(BUILD)/plugins/kernels/cpu.so: $(CPU_OBJ) $(CPU_SHARED_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $(CPU_OBJ) $(CPU_SHARED_SRC) -lm
 
 # ------------------------------------------------------------------ tests
 

@@ -32,7 +32,8 @@ static const char usage[] =
     "  -b, --batch N         rows per step (default 128)\n"
     "      --chunks K        score at most K chunks (default: all)\n"
     "      --kv-dtype T      KV cache encoding: f16 (default) or f32\n"
-    "      --kernels LIST    kernel library order (default: ref)\n"
+    "      --kernels LIST    kernel library order (default: cpu,ref)\n"
+    "  -t, --threads N   threads for the CPU kernels (default: the physical cores)\n"
     "  -h, --help            this help\n";
 
 static char *read_all(const char *path, size_t *len)
@@ -73,13 +74,13 @@ int rad_cmd_perplexity(int argc, char **argv)
         {"model", required_argument, 0, 'm'}, {"file", required_argument, 0, 'f'},
         {"ctx", required_argument, 0, 'c'}, {"batch", required_argument, 0, 'b'},
         {"chunks", required_argument, 0, CHUNKS}, {"kv-dtype", required_argument, 0, KVD},
-        {"kernels", required_argument, 0, KERNELS}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"kernels", required_argument, 0, KERNELS}, {"threads", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     const char *spec = NULL, *file = NULL;
     int n_ctx = 512, max_chunks = 0, c;
     RadEngineOptions opt = {.max_tok = 128, .logits_all = 1};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:f:c:b:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:f:c:b:t:h", options, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'm': spec = optarg; break;
@@ -89,6 +90,7 @@ int rad_cmd_perplexity(int argc, char **argv)
         case CHUNKS: max_chunks = (int)strtol(optarg, &end, 10); break;
         case KVD: opt.kv_type = optarg; break;
         case KERNELS: opt.kernels = optarg; break;
+        case 't': opt.n_threads = (int)strtol(optarg, &end, 10); break;
         case 'h': fputs(usage, stdout); return RAD_EXIT_OK;
         default: fputs(usage, stderr); return RAD_EXIT_USAGE;
         }

@@ -44,7 +44,8 @@ static const char usage[] =
     "  -c, --ctx N              context length (default: the model's, at most 4096)\n"
     "  -b, --batch N            rows per prefill step (default 256)\n"
     "      --kv-dtype T         KV cache encoding: f16 (default) or f32\n"
-    "      --kernels LIST       kernel library order (default: ref)\n"
+    "      --kernels LIST       kernel library order (default: cpu,ref)\n"
+    "  -t, --threads N          threads for the CPU kernels (default: the physical cores)\n"
     "      --plugins DIR        plugin folder\n"
     "      --debug-graph        print the resolved program to stderr\n"
     "      --debug-plan         print the memory plan to stderr\n"
@@ -190,7 +191,7 @@ int rad_cmd_run(int argc, char **argv)
         {"repeat-penalty", required_argument, 0, PENALTY}, {"repeat-last-n", required_argument, 0, LASTN},
         {"seed", required_argument, 0, SEED}, {"ctx", required_argument, 0, 'c'},
         {"batch", required_argument, 0, 'b'}, {"kv-dtype", required_argument, 0, KVD},
-        {"kernels", required_argument, 0, KERNELS}, {"plugins", required_argument, 0, PLUGINS},
+        {"kernels", required_argument, 0, KERNELS}, {"threads", required_argument, 0, 't'}, {"plugins", required_argument, 0, PLUGINS},
         {"debug-graph", no_argument, 0, GRAPH}, {"debug-plan", no_argument, 0, PLAN},
         {"ignore-eos", no_argument, 0, NOEOS}, {"offline", no_argument, 0, OFFLINE},
         {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
@@ -202,7 +203,7 @@ int rad_cmd_run(int argc, char **argv)
     int n_predict = 32, ignore_eos = 0, c, rc = RAD_OK, seed = 0;
     RadResolveOptions resolve = {0};
     optind = 1;
-    while (rc == RAD_OK && (c = getopt_long(argc, argv, "m:n:c:b:qh", options, NULL)) != -1) {
+    while (rc == RAD_OK && (c = getopt_long(argc, argv, "m:n:c:b:qt:h", options, NULL)) != -1) {
         switch (c) {
         case 'm': opt.model_path = optarg; break;
         case TOKENS: tokens_text = optarg; break;
@@ -223,6 +224,7 @@ int rad_cmd_run(int argc, char **argv)
                 rc = rad_error_set(RAD_E_ARG, "--kv-dtype: '%s'; choose f16 or f32", optarg);
             break;
         case KERNELS: opt.kernels = optarg; break;
+        case 't': rc = parse_int("--threads", optarg, 1, 256, &opt.n_threads); break;
         case PLUGINS: opt.plugin_dir = optarg; break;
         case GRAPH: opt.debug_graph = stderr; break;
         case PLAN: opt.debug_plan = stderr; break;

@@ -235,6 +235,13 @@ const RadArchPlugin *rad_plugins_find_hf(const RadPluginSet *set, const char *hf
     return NULL;
 }
 
+const char *rad_plugins_default_order(const RadPluginSet *set)
+{
+    for (int i = 0; i < set->n_kernels; i++)
+        if (strcmp(set->kernels[i].lib->name, "cpu") == 0) return "cpu,ref";
+    return "ref";
+}
+
 int rad_plugins_kernel_order(const RadPluginSet *set, const char *order,
                              const RadKernelLibrary **libs, int max, int *n)
 {

@@ -12,6 +12,7 @@
 #include "engine_internal.h"
 #include "text/rad_text.h"
 #include "../formats/gguf_container.h"
+#include "pool.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -36,6 +37,9 @@ struct RadEngine {
     /* Step scratch, sized at open so a step never allocates. */
     int32_t *positions, *token_seq, *out_ids, *cu_seqlens, *seq_ids, *kv_tables;
     RadKvView *views;
+    RadPool *pool;              /* -t threads for host kernels */
+    void *scratch;              /* the largest scratch any selected row asks for */
+    size_t scratch_bytes;
 };
 
 struct RadCtx {
@@ -166,7 +170,10 @@ int rad_issue(RadCtx *c, rad_op op, int64_t rows, const RadOperand *operands, in
     }
     for (int i = 0; i < n; i++)
         if (bind_operand(c, e, op, i, &operands[i], rows, &a)) return c->status;
-    a.n_threads = 1;
+    a.pool = eng->pool;
+    a.n_threads = rad_pool_threads(eng->pool);
+    a.parallel_for = rad_pool_parallel_for;
+    a.scratch = eng->scratch;
     int rc = band->row->launch(&a);
     if (rc)
         return rad_step_fail(c, rc, "op %s #%d (kernel %s, %lld rows) failed: %s", e->op, op, band->row->name,
@@ -210,6 +217,39 @@ static int plan_arena(RadEngine *e)
     return RAD_OK;
 }
 
+/* One scratch area serves every op, since ops run one after another.  Its
+** size is the largest any selected row asks for, asked with the op's
+** parameters at the band's upper edge (the operands are not known before a
+** step issues them; rad_kernel.h says so). */
+static int plan_scratch(RadEngine *e)
+{
+    size_t most = 0;
+    for (int i = 0; i < e->b.n_ops; i++) {
+        const RadOpEntry *op = &e->b.ops[i];
+        for (int k = 0; k < op->n_bands; k++) {
+            const RadBand *band = &op->bands[k];
+            if (!band->row || !band->row->scratch_bytes) continue;
+            RadKernelArgs a;
+            memset(&a, 0, sizeof a);
+            a.struct_size = sizeof a;
+            a.schema = op->schema;
+            for (int p = 0; p < op->n_params; p++) {
+                if (op->params[p].kind == RAD_PK_FLOAT) a.param[p].f = op->params[p].f;
+                else a.param[p].i = p == op->range_index ? band->hi : op->params[p].i;
+            }
+            a.n_threads = rad_pool_threads(e->pool);
+            size_t need = band->row->scratch_bytes(&a);
+            if (need > most) most = need;
+        }
+    }
+    e->scratch_bytes = most;
+    if (!most) return RAD_OK;
+    e->scratch = aligned_alloc(64, (most + 63) / 64 * 64);
+    if (!e->scratch)
+        return rad_error_set(RAD_E_NOMEM, "out of memory for %zu bytes of kernel scratch", most);
+    return RAD_OK;
+}
+
 static int no_plugin_error(const RadEngine *e)
 {
     char list[1024];
@@ -242,7 +282,8 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     rc = rad_plugins_load(dir, &e->plugins);
     free(dir);
     if (rc) return fail_open(e, rc);
-    rc = rad_plugins_kernel_order(&e->plugins, opt->kernels ? opt->kernels : "ref", e->libs, MAX_LIBS, &e->n_libs);
+    rc = rad_plugins_kernel_order(&e->plugins, opt->kernels ? opt->kernels : rad_plugins_default_order(&e->plugins),
+                                  e->libs, MAX_LIBS, &e->n_libs);
     if (rc) return fail_open(e, rc);
     e->plugin = rad_plugins_find(&e->plugins, e->meta.arch_id, e->meta.quant);
     if (!e->plugin) return fail_open(e, no_plugin_error(e));
@@ -283,6 +324,10 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
 
     rc = plan_arena(e);
     if (rc) return fail_open(e, rc);
+    e->pool = rad_pool_new(opt->n_threads > 0 ? opt->n_threads : rad_physical_cores());
+    if (!e->pool) return fail_open(e, rad_error_set(RAD_E_NOMEM, "cannot start the thread pool (-t %d)", opt->n_threads));
+    rc = plan_scratch(e);
+    if (rc) return fail_open(e, rc);
     rc = rad_kv_pool_init(&e->kv, &e->b, ctx->max_seqs, ctx->max_ctx, ctx->max_tok, ctx->kv_enc);
     if (rc) return fail_open(e, rc);
 
@@ -310,6 +355,8 @@ void rad_engine_close(RadEngine *e)
     rad_builder_free(&e->b);
     if (e->plugins.dir) rad_plugins_free(&e->plugins);
     if (e->container) rad_container_close(e->container);
+    rad_pool_free(e->pool);
+    free(e->scratch);
     free(e->arena);
     free(e->positions); free(e->token_seq); free(e->out_ids); free(e->cu_seqlens);
     free(e->seq_ids); free(e->kv_tables); free(e->views);
@@ -320,6 +367,7 @@ const RadModelMeta *rad_engine_meta(const RadEngine *e) { return &e->meta; }
 const RadText *rad_engine_text(const RadEngine *e) { return e->text; }
 int rad_engine_n_vocab(const RadEngine *e) { return e->meta.n_vocab; }
 int rad_engine_max_ctx(const RadEngine *e) { return e->ctx.max_ctx; }
+int rad_engine_threads(const RadEngine *e) { return rad_pool_threads(e->pool); }
 
 int rad_engine_seq_new(RadEngine *e, int *seq) { return rad_kv_seq_new(&e->kv, seq); }
 void rad_engine_seq_free(RadEngine *e, int seq) { rad_kv_seq_free(&e->kv, seq); }
@@ -441,8 +489,9 @@ void rad_engine_print_plan(const RadEngine *e, FILE *f)
             (long long)e->kv.bytes, e->kv.n_groups, e->kv.n_layers,
             e->kv.n_groups ? e->kv.groups[0].block_size : 0, rad_encoding_info(e->ctx.kv_enc)->name,
             e->ctx.max_seqs, e->ctx.max_ctx);
+    fprintf(f, "  kernel scratch              %12lld bytes\n", (long long)e->scratch_bytes);
     fprintf(f, "  total                       %12lld bytes\n",
-            (long long)(weights + e->arena_bytes + e->kv.bytes));
+            (long long)(weights + e->arena_bytes + e->kv.bytes + (int64_t)e->scratch_bytes));
     for (int i = 0; i < e->b.n_buffers; i++) {
         const RadBufferEntry *b = &e->b.buffers[i];
         fprintf(f, "    %-16s %10lld bytes at %10lld, ops %d..%d%s\n", b->name, (long long)b->bytes,

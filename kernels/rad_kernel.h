@@ -157,7 +157,11 @@ typedef struct RadKernelRow {
     int domain;                     /* RadDomain */
     int kv_block_size;              /* attention rows: the KV block they read; 0 = none */
     RadKernelLaunch launch;
-    size_t (*scratch_bytes)(const RadKernelArgs *args);   /* optional */
+    /* Optional: the scratch bytes a launch needs.  Asked once, when the model
+    ** opens, for each band the row serves, with the parameters filled (M at
+    ** the band's upper edge), n_threads set and no operands; a launch then
+    ** gets at least that much in args->scratch, shared by its tasks. */
+    size_t (*scratch_bytes)(const RadKernelArgs *args);
     /* Optional weight relayout: at load the core gives each RAD_ROLE_WEIGHT
     ** operand this kernel reads to relayout_bytes (0 = keep as stored), then
     ** to relayout, which writes the kernel's own layout into `dst`; the copy

@@ -21,7 +21,9 @@ typedef struct RadEngine RadEngine;
 typedef struct RadEngineOptions {
     const char *model_path;     /* a .rad container */
     const char *plugin_dir;     /* NULL: $RADIANCE_HOME/plugins, else beside the binary */
-    const char *kernels;        /* library order, comma-separated; NULL = "ref" */
+    const char *kernels;        /* library order, comma-separated; NULL = "cpu,ref"
+                                ** when the cpu library is installed, else "ref" */
+    int n_threads;              /* threads for host kernels; 0 = the physical cores */
     int max_ctx;                /* positions per sequence; 0 = min(model's, 4096) */
     int max_tok;                /* rows per step (prefill chunk); 0 = 256 */
     int max_seqs;               /* sequences; 0 = 1 */
@@ -46,6 +48,7 @@ struct RadText;
 const struct RadText *rad_engine_text(const RadEngine *e);
 int  rad_engine_n_vocab(const RadEngine *e);
 int  rad_engine_max_ctx(const RadEngine *e);
+int  rad_engine_threads(const RadEngine *e);
 
 /* Sequences.  A new sequence holds no positions. */
 int  rad_engine_seq_new(RadEngine *e, int *seq);

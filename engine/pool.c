@@ -1,0 +1,155 @@
+/*
+** pool.c: the thread pool (see pool.h for the contract).
+**
+** One job at a time.  The caller publishes the job (function, context, task
+** count), bumps a generation number and wakes sleepers; every thread, the
+** caller too, takes task numbers from `next` until they run out, then counts
+** itself done.  The caller returns when all threads have counted in, so the
+** job's fields are never rewritten while a worker still reads them.
+*/
+#include "pool.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* How long an idle worker spins before it sleeps, in pause instructions:
+** on the order of 100 microseconds, longer than the gap between two ops of a
+** decode step, far shorter than the gap between two tokens typed by a user. */
+#define SPIN_LIMIT 20000
+
+struct RadPool {
+    int n_threads;
+    pthread_t *threads;
+    /* the job */
+    void (*fn)(void *, int);
+    void *ctx;
+    int n_tasks;
+    atomic_int next;            /* the next task number to hand out */
+    atomic_int done;            /* threads finished with this job */
+    atomic_uint generation;     /* bumped once per job; workers wait on it */
+    atomic_int sleepers;        /* workers asleep on `generation` */
+    atomic_int stop;
+};
+
+static long futex(atomic_uint *addr, int op, unsigned val)
+{
+    return syscall(SYS_futex, (unsigned *)addr, op, val, NULL, NULL, 0);
+}
+
+static void run_tasks(RadPool *p)
+{
+    for (;;) {
+        int t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (t >= p->n_tasks) break;
+        p->fn(p->ctx, t);
+    }
+    atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+}
+
+static void *worker(void *arg)
+{
+    RadPool *p = arg;
+    unsigned seen = atomic_load_explicit(&p->generation, memory_order_acquire);
+    for (;;) {
+        unsigned g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen) {
+            if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL;
+            if (++spins < SPIN_LIMIT) { cpu_relax(); continue; }
+            atomic_fetch_add(&p->sleepers, 1);
+            futex(&p->generation, FUTEX_WAIT_PRIVATE, seen);
+            atomic_fetch_sub(&p->sleepers, 1);
+            spins = 0;
+        }
+        seen = g;
+        if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL;
+        run_tasks(p);
+    }
+}
+
+RadPool *rad_pool_new(int n_threads)
+{
+    if (n_threads < 1) n_threads = 1;
+    RadPool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n_threads = n_threads;
+    p->threads = calloc((size_t)n_threads, sizeof *p->threads);
+    if (!p->threads) { free(p); return NULL; }
+    for (int i = 1; i < n_threads; i++)
+        if (pthread_create(&p->threads[i], NULL, worker, p) != 0) {
+            p->n_threads = i;       /* free() joins the ones that started */
+            rad_pool_free(p);
+            return NULL;
+        }
+    return p;
+}
+
+void rad_pool_free(RadPool *p)
+{
+    if (!p) return;
+    atomic_store(&p->stop, 1);
+    atomic_fetch_add(&p->generation, 1);
+    futex(&p->generation, FUTEX_WAKE_PRIVATE, (unsigned)p->n_threads);
+    for (int i = 1; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    free(p->threads);
+    free(p);
+}
+
+int rad_pool_threads(const RadPool *p) { return p ? p->n_threads : 1; }
+
+void rad_pool_parallel_for(void *pool, int n_tasks, void (*fn)(void *ctx, int task), void *ctx)
+{
+    RadPool *p = pool;
+    if (!p || p->n_threads == 1 || n_tasks <= 1) {
+        for (int t = 0; t < n_tasks; t++) fn(ctx, t);
+        return;
+    }
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n_tasks = n_tasks;
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    if (atomic_load(&p->sleepers) > 0) futex(&p->generation, FUTEX_WAKE_PRIVATE, (unsigned)p->n_threads);
+    run_tasks(p);
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < p->n_threads) cpu_relax();
+}
+
+int rad_physical_cores(void)
+{
+    /* Count distinct (physical id, core id) pairs; fall back to the online
+    ** CPU count when /proc/cpuinfo says nothing about cores. */
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    int ids[1024], n = 0, phys = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            int v;
+            if (sscanf(line, "physical id : %d", &v) == 1) phys = v;
+            else if (sscanf(line, "core id : %d", &v) == 1) {
+                int key = phys * 4096 + v, seen = 0;
+                for (int i = 0; i < n; i++) seen |= ids[i] == key;
+                if (!seen && n < 1024) ids[n++] = key;
+            }
+        }
+        fclose(f);
+    }
+    if (n > 0) return n;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (int)online : 1;
+}
