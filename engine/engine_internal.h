@@ -242,6 +242,16 @@ int  rad_kv_reserve(RadKvPool *p, int seq, int new_len);
 /* Record that seq now holds new_len positions; WINDOW groups free blocks no
 ** later query can reach. */
 void rad_kv_commit(RadKvPool *p, int seq, int new_len);
+/* Drop positions [new_len, len) of seq.  RAD_E_RANGE (nothing changed)
+** when a sliding-window group has already let go of a position a query at
+** new_len would need: the caller must re-run the sequence instead. */
+int  rad_kv_truncate(RadKvPool *p, int seq, int new_len);
+/* A sequence's cache as bytes (every position a later query can see, per
+** layer) and back into an empty sequence.  Restore checks the whole blob
+** against this pool before writing anything. */
+int64_t rad_kv_snapshot_bytes(const RadKvPool *p, int seq);
+int  rad_kv_snapshot(const RadKvPool *p, int seq, void *out, int64_t size);
+int  rad_kv_restore(RadKvPool *p, int seq, const void *data, int64_t size);
 /* Copy group g's block tables of sequences seqs[0..n_seq) into table
 ** (n_seq * max_blocks entries); once per group per step. */
 void rad_kv_fill_table(const RadKvPool *p, int g, const int *seqs, int n_seq, int32_t *table);

@@ -185,3 +185,149 @@ void rad_kv_view(const RadKvPool *p, int layer, const int32_t *table, int n_seq,
     out->token_seq = batch->token_seq;
     out->positions = batch->positions;
 }
+
+/* ------------------------------------------------ truncate and snapshot */
+
+/* The first position a WINDOW group must still hold so that a query at
+** position len sees everything it may attend to; 0 for a FULL group. */
+static int first_needed(const RadKvGroupState *grp, int len)
+{
+    if (grp->d.kind != RAD_KV_WINDOW) return 0;
+    int from = len - grp->d.window + 1;
+    return from > 0 ? from : 0;
+}
+
+int rad_kv_truncate(RadKvPool *p, int seq, int new_len)
+{
+    RadKvSeq *s = &p->seqs[seq];
+    if (new_len < 0 || new_len > s->len) return RAD_E_ARG;
+    for (int g = 0; g < p->n_groups; g++) {
+        const RadKvGroupState *grp = &p->groups[g];
+        for (int pos = first_needed(grp, new_len); pos < new_len; pos += grp->block_size)
+            if (s->table[g][pos / grp->block_size] < 0)
+                return RAD_E_RANGE;     /* a window already let go of what is needed */
+    }
+    for (int g = 0; g < p->n_groups; g++) {
+        RadKvGroupState *grp = &p->groups[g];
+        int keep = (new_len + grp->block_size - 1) / grp->block_size;
+        for (int blk = keep; blk < p->max_blocks; blk++) {
+            int32_t *slot = &s->table[g][blk];
+            if (*slot >= 0) { grp->free_blocks[grp->n_free++] = *slot; *slot = -1; }
+        }
+    }
+    s->len = new_len;
+    return RAD_OK;
+}
+
+/* Snapshot layout (little-endian, as the machine; a snapshot is restored on
+** the machine that made it or one like it):
+**   "RADKVSN1"  u32 enc  u32 n_layers  u32 len
+**   per layer:  u32 first (the first position stored)  u32 row_bytes
+**               K rows [first, len) then V rows [first, len)
+** The caller adds the model identity and the tokens around it. */
+#define SNAP_MAGIC "RADKVSN1"
+
+static size_t put_u32(uint8_t *at, uint32_t v) { memcpy(at, &v, 4); return 4; }
+static uint32_t get_u32(const uint8_t *at) { uint32_t v; memcpy(&v, at, 4); return v; }
+
+static uint8_t *slot_row(const RadKvGroupState *grp, uint8_t *base, const int32_t *table, int pos)
+{
+    int64_t slot = (int64_t)table[pos / grp->block_size] * grp->block_size + pos % grp->block_size;
+    return base + slot * grp->row_bytes;
+}
+
+int64_t rad_kv_snapshot_bytes(const RadKvPool *p, int seq)
+{
+    const RadKvSeq *s = &p->seqs[seq];
+    int64_t bytes = 8 + 12;
+    for (int l = 0; l < p->n_layers; l++) {
+        const RadKvGroupState *grp = &p->groups[p->layer_group[l]];
+        bytes += 8 + 2 * (int64_t)(s->len - first_needed(grp, s->len)) * grp->row_bytes;
+    }
+    return bytes;
+}
+
+int rad_kv_snapshot(const RadKvPool *p, int seq, void *out, int64_t size)
+{
+    const RadKvSeq *s = &p->seqs[seq];
+    if (size < rad_kv_snapshot_bytes(p, seq)) return RAD_E_ARG;
+    uint8_t *at = out;
+    memcpy(at, SNAP_MAGIC, 8);
+    at += 8;
+    at += put_u32(at, (uint32_t)(p->n_groups ? p->groups[0].enc : 0));
+    at += put_u32(at, (uint32_t)p->n_layers);
+    at += put_u32(at, (uint32_t)s->len);
+    for (int l = 0; l < p->n_layers; l++) {
+        int g = p->layer_group[l], slot = p->layer_slot[l];
+        const RadKvGroupState *grp = &p->groups[g];
+        int first = first_needed(grp, s->len);
+        at += put_u32(at, (uint32_t)first);
+        at += put_u32(at, (uint32_t)grp->row_bytes);
+        for (int half = 0; half < 2; half++) {
+            uint8_t *base = half ? grp->v[slot] : grp->k[slot];
+            for (int pos = first; pos < s->len; pos++) {
+                memcpy(at, slot_row(grp, base, s->table[g], pos), (size_t)grp->row_bytes);
+                at += grp->row_bytes;
+            }
+        }
+    }
+    return RAD_OK;
+}
+
+int rad_kv_restore(RadKvPool *p, int seq, const void *data, int64_t size)
+{
+    RadKvSeq *s = &p->seqs[seq];
+    const uint8_t *at = data, *end = at + size;
+    if (s->len != 0) return rad_error_set(RAD_E_STATE, "KV snapshot: the sequence is not empty");
+    if (size < 20 || memcmp(at, SNAP_MAGIC, 8) != 0)
+        return rad_error_set(RAD_E_FORMAT, "KV snapshot: not a snapshot (bad magic)");
+    uint32_t enc = get_u32(at + 8), n_layers = get_u32(at + 12), len = get_u32(at + 16);
+    at += 20;
+    if (p->n_groups && enc != (uint32_t)p->groups[0].enc)
+        return rad_error_set(RAD_E_FORMAT, "KV snapshot: made with another KV encoding");
+    if (n_layers != (uint32_t)p->n_layers || len > (uint32_t)p->max_ctx)
+        return rad_error_set(RAD_E_FORMAT, "KV snapshot: %u layers and %u positions do not fit this model (%d, %d)",
+                             n_layers, len, p->n_layers, p->max_ctx);
+    /* Check every layer's header and that the data is all there before
+    ** touching the cache. */
+    const uint8_t *scan = at;
+    for (int l = 0; l < p->n_layers; l++) {
+        const RadKvGroupState *grp = &p->groups[p->layer_group[l]];
+        if (end - scan < 8) return rad_error_set(RAD_E_FORMAT, "KV snapshot: truncated");
+        uint32_t first = get_u32(scan), row_bytes = get_u32(scan + 4);
+        if (first != (uint32_t)first_needed(grp, (int)len) || row_bytes != (uint32_t)grp->row_bytes)
+            return rad_error_set(RAD_E_FORMAT, "KV snapshot: layer %d does not match this model", l);
+        int64_t need = 2 * (int64_t)(len - first) * row_bytes;
+        if (end - scan - 8 < need) return rad_error_set(RAD_E_FORMAT, "KV snapshot: truncated");
+        scan += 8 + need;
+    }
+    if (scan != end) return rad_error_set(RAD_E_FORMAT, "KV snapshot: %lld trailing bytes", (long long)(end - scan));
+    /* Blocks: only those holding positions a later query can see. */
+    for (int g = 0; g < p->n_groups; g++) {
+        RadKvGroupState *grp = &p->groups[g];
+        for (int pos = first_needed(grp, (int)len); pos < (int)len; pos++) {
+            int blk = pos / grp->block_size;
+            if (s->table[g][blk] >= 0) continue;
+            if (grp->n_free == 0) {
+                rad_kv_truncate(p, seq, 0);
+                return rad_error_set(RAD_E_RANGE, "KV snapshot: the cache is out of blocks");
+            }
+            s->table[g][blk] = grp->free_blocks[--grp->n_free];
+        }
+    }
+    for (int l = 0; l < p->n_layers; l++) {
+        int g = p->layer_group[l], slot = p->layer_slot[l];
+        const RadKvGroupState *grp = &p->groups[g];
+        int first = (int)get_u32(at);
+        at += 8;
+        for (int half = 0; half < 2; half++) {
+            uint8_t *base = half ? grp->v[slot] : grp->k[slot];
+            for (int pos = first; pos < (int)len; pos++) {
+                memcpy(slot_row(grp, base, s->table[g], pos), at, (size_t)grp->row_bytes);
+                at += grp->row_bytes;
+            }
+        }
+    }
+    s->len = (int)len;
+    return RAD_OK;
+}

@@ -14,6 +14,7 @@
 #include "../formats/gguf_container.h"
 #include "pool.h"
 
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ struct RadEngine {
     RadKvView *views;
     RadPool *pool;              /* -t threads for host kernels */
     void *scratch;              /* the largest scratch any selected row asks for */
+    char model_id[65];          /* sha256 hex of what makes this model this model */
     size_t scratch_bytes;
 };
 
@@ -250,6 +252,32 @@ static int plan_scratch(RadEngine *e)
     return RAD_OK;
 }
 
+/* The model's identity for KV snapshots: a sha256 over the architecture,
+** the weight format, and every tensor's name, encoding, shape, size and
+** first 256 bytes.  Another model, another quantization or another build of
+** the same model differs in at least one of these; hashing all the weights
+** would cost seconds for a large model at every start. */
+static int compute_model_id(RadEngine *e)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) { EVP_MD_CTX_free(md); return RAD_E_NOMEM; }
+    EVP_DigestUpdate(md, e->meta.arch_id, strlen(e->meta.arch_id) + 1);
+    EVP_DigestUpdate(md, e->meta.quant, strlen(e->meta.quant) + 1);
+    for (int i = 0; i < e->container->n_tensors; i++) {
+        const RadContainerTensor *t = &e->container->tensors[i];
+        int64_t fixed[7] = {t->enc, t->rank, t->shape[0], t->shape[1], t->shape[2], t->shape[3], (int64_t)t->size};
+        EVP_DigestUpdate(md, t->name, strlen(t->name) + 1);
+        EVP_DigestUpdate(md, fixed, sizeof fixed);
+        EVP_DigestUpdate(md, t->data, t->size < 256 ? (size_t)t->size : 256);
+    }
+    unsigned char digest[32];
+    unsigned len = 0;
+    EVP_DigestFinal_ex(md, digest, &len);
+    EVP_MD_CTX_free(md);
+    for (int i = 0; i < 32; i++) snprintf(e->model_id + 2 * i, 3, "%02x", digest[i]);
+    return RAD_OK;
+}
+
 static int no_plugin_error(const RadEngine *e)
 {
     char list[1024];
@@ -342,6 +370,8 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     e->views = calloc((size_t)(e->kv.n_layers ? e->kv.n_layers : 1), sizeof *e->views);
     if (!e->positions || !e->token_seq || !e->out_ids || !e->cu_seqlens || !e->seq_ids || !e->kv_tables || !e->views)
         return fail_open(e, RAD_E_NOMEM);
+    rc = compute_model_id(e);
+    if (rc) return fail_open(e, rc);
     if (opt->debug_plan) rad_engine_print_plan(e, opt->debug_plan);
     *out = e;
     return RAD_OK;
@@ -369,7 +399,61 @@ int rad_engine_n_vocab(const RadEngine *e) { return e->meta.n_vocab; }
 int rad_engine_max_ctx(const RadEngine *e) { return e->ctx.max_ctx; }
 int rad_engine_threads(const RadEngine *e) { return rad_pool_threads(e->pool); }
 
+const char *rad_engine_model_id(const RadEngine *e) { return e->model_id; }
+
+const RadChatFormat *rad_engine_chat_format(const RadEngine *e)
+{
+    return e->plugin->chat_format ? e->plugin->chat_format(&e->meta) : NULL;
+}
+
 int rad_engine_seq_new(RadEngine *e, int *seq) { return rad_kv_seq_new(&e->kv, seq); }
+
+static int seq_open(const RadEngine *e, int seq)
+{
+    return seq >= 0 && seq < e->kv.max_seqs && e->kv.seqs[seq].used;
+}
+
+int rad_engine_seq_truncate(RadEngine *e, int seq, int n)
+{
+    if (!seq_open(e, seq)) return rad_error_set(RAD_E_ARG, "sequence %d is not open", seq);
+    if (n < 0 || n > e->kv.seqs[seq].len)
+        return rad_error_set(RAD_E_ARG, "cannot truncate a sequence of %d positions to %d", e->kv.seqs[seq].len, n);
+    int rc = rad_kv_truncate(&e->kv, seq, n);
+    if (rc == RAD_E_RANGE)
+        return rad_error_set(rc, "the sliding window has already dropped positions needed to resume at %d", n);
+    return rc;
+}
+
+/* A snapshot is "RADSNAP1", the 64-character model id, then kv.c's bytes. */
+#define SNAP_HEAD 72
+
+int rad_engine_seq_snapshot(const RadEngine *e, int seq, void **out, size_t *size)
+{
+    *out = NULL;
+    *size = 0;
+    if (!seq_open(e, seq)) return rad_error_set(RAD_E_ARG, "sequence %d is not open", seq);
+    int64_t body = rad_kv_snapshot_bytes(&e->kv, seq);
+    uint8_t *buf = malloc((size_t)(SNAP_HEAD + body));
+    if (!buf) return rad_error_set(RAD_E_NOMEM, "out of memory for a %lld-byte KV snapshot", (long long)body);
+    memcpy(buf, "RADSNAP1", 8);
+    memcpy(buf + 8, e->model_id, 64);
+    int rc = rad_kv_snapshot(&e->kv, seq, buf + SNAP_HEAD, body);
+    if (rc) { free(buf); return rc; }
+    *out = buf;
+    *size = (size_t)(SNAP_HEAD + body);
+    return RAD_OK;
+}
+
+int rad_engine_seq_restore(RadEngine *e, int seq, const void *data, size_t size)
+{
+    if (!seq_open(e, seq)) return rad_error_set(RAD_E_ARG, "sequence %d is not open", seq);
+    const uint8_t *d = data;
+    if (size < SNAP_HEAD || memcmp(d, "RADSNAP1", 8) != 0)
+        return rad_error_set(RAD_E_FORMAT, "KV snapshot: not a radiance snapshot");
+    if (memcmp(d + 8, e->model_id, 64) != 0)
+        return rad_error_set(RAD_E_FORMAT, "KV snapshot: made by another model or another build of it");
+    return rad_kv_restore(&e->kv, seq, d + SNAP_HEAD, (int64_t)(size - SNAP_HEAD));
+}
 void rad_engine_seq_free(RadEngine *e, int seq) { rad_kv_seq_free(&e->kv, seq); }
 
 int rad_engine_seq_len(const RadEngine *e, int seq)

@@ -54,6 +54,29 @@ int  rad_engine_threads(const RadEngine *e);
 int  rad_engine_seq_new(RadEngine *e, int *seq);
 void rad_engine_seq_free(RadEngine *e, int seq);
 int  rad_engine_seq_len(const RadEngine *e, int seq);
+/* Keep only the first n positions of a sequence (a conversation's shared
+** prefix).  RAD_E_RANGE when a sliding-window layer already dropped what
+** position n needs; then free the sequence and evaluate it again. */
+int  rad_engine_seq_truncate(RadEngine *e, int seq, int n);
+
+/* KV snapshots.  snapshot: a malloc'd blob (the model identity, then the
+** cache of every position a later token can see) the caller frees.
+** restore: into an empty sequence; RAD_E_FORMAT with a message when the blob
+** is corrupt, truncated, from another model or build of it, or another KV
+** encoding, and then nothing is changed.  The tokens the positions hold are
+** the caller's to keep beside the blob. */
+int  rad_engine_seq_snapshot(const RadEngine *e, int seq, void **out, size_t *size);
+int  rad_engine_seq_restore(RadEngine *e, int seq, const void *data, size_t size);
+
+/* A sha256 (64 hex characters) of what makes the model this model: its
+** architecture, format, and every tensor's name, encoding, shape, size and
+** leading bytes.  Keys snapshots and sessions. */
+const char *rad_engine_model_id(const RadEngine *e);
+
+/* The model's chat format, from its plugin (NULL when the plugin has none:
+** the model is then used for raw completion only). */
+struct RadChatFormat;
+const struct RadChatFormat *rad_engine_chat_format(const RadEngine *e);
 
 /* Append n tokens to a sequence and run them through the model in chunks of
 ** at most max_tok rows.  logits receives the last row's logits (n_vocab
