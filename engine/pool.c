@@ -11,6 +11,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,13 +65,19 @@ static void run_tasks(RadPool *p)
 static void *worker(void *arg)
 {
     RadPool *p = arg;
-    unsigned seen = atomic_load_explicit(&p->generation, memory_order_acquire);
+    /* Jobs are counted from 0, the generation when the pool was made.  Reading
+    ** it here instead would miss a job published before this thread ran. */
+    unsigned seen = 0;
     for (;;) {
         unsigned g;
         int spins = 0;
         while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen) {
             if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL;
-            if (++spins < SPIN_LIMIT) { cpu_relax(); continue; }
+            if (++spins < SPIN_LIMIT) {
+                if (spins % 1024) cpu_relax();
+                else sched_yield();     /* let a parked thread run if cores are short */
+                continue;
+            }
             atomic_fetch_add(&p->sleepers, 1);
             futex(&p->generation, FUTEX_WAIT_PRIVATE, seen);
             atomic_fetch_sub(&p->sleepers, 1);
@@ -127,7 +134,12 @@ void rad_pool_parallel_for(void *pool, int n_tasks, void (*fn)(void *ctx, int ta
     atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     if (atomic_load(&p->sleepers) > 0) futex(&p->generation, FUTEX_WAKE_PRIVATE, (unsigned)p->n_threads);
     run_tasks(p);
-    while (atomic_load_explicit(&p->done, memory_order_acquire) < p->n_threads) cpu_relax();
+    /* A worker that the scheduler has parked (more threads than free cores)
+    ** needs this core: after a short spin, give it up between checks. */
+    for (int spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < p->n_threads; spins++) {
+        if (spins < 2000) cpu_relax();
+        else sched_yield();
+    }
 }
 
 int rad_physical_cores(void)

@@ -427,6 +427,105 @@ static void test_builder_refuses_bad_groups(void **state)
     rad_builder_free(&b);
 }
 
+
+/* ------------------------------------------------- truncate and snapshot */
+
+/* Fill every stored position of every layer with bytes derived from
+** (layer, position, half), so a restored cache can be checked row by row. */
+static void stamp(RadKvPool *p, int seq, int len)
+{
+    for (int l = 0; l < p->n_layers; l++) {
+        RadKvGroupState *grp = &p->groups[p->layer_group[l]];
+        for (int half = 0; half < 2; half++) {
+            uint8_t *base = half ? grp->v[p->layer_slot[l]] : grp->k[p->layer_slot[l]];
+            for (int pos = 0; pos < len; pos++) {
+                int32_t blk = p->seqs[seq].table[p->layer_group[l]][pos / grp->block_size];
+                if (blk < 0) continue;
+                uint8_t *row = base + ((int64_t)blk * grp->block_size + pos % grp->block_size) * grp->row_bytes;
+                memset(row, (l * 64 + pos * 2 + half) & 0xff, (size_t)grp->row_bytes);
+            }
+        }
+    }
+}
+
+static int stamped(const RadKvPool *p, int seq, int layer, int pos, int half)
+{
+    const RadKvGroupState *grp = &p->groups[p->layer_group[layer]];
+    int32_t blk = p->seqs[seq].table[p->layer_group[layer]][pos / grp->block_size];
+    if (blk < 0) return -1;
+    const uint8_t *base = half ? grp->v[p->layer_slot[layer]] : grp->k[p->layer_slot[layer]];
+    const uint8_t *row = base + ((int64_t)blk * grp->block_size + pos % grp->block_size) * grp->row_bytes;
+    for (int64_t i = 1; i < grp->row_bytes; i++)
+        if (row[i] != row[0]) return -2;
+    return row[0];
+}
+
+/* Truncating gives back the blocks past the new end, in every group, and
+** refuses (changing nothing) when the window already dropped what the new end needs. */
+static void test_truncate(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int s = new_seq(p);
+    grow(p, s, 40);                                 /* blocks 0..2 */
+    assert_int_equal(rad_kv_truncate(p, s, 20), RAD_OK);
+    assert_int_equal(p->seqs[s].len, 20);
+    assert_int_equal(mapped_blocks(p, s, G_FULL), 2);
+    assert_int_equal(entry(p, s, G_FULL, 2), -1);
+    assert_int_equal(p->groups[G_FULL].n_free, p->groups[G_FULL].n_blocks - 2);
+    assert_int_equal(rad_kv_truncate(p, s, 21), RAD_E_ARG);    /* cannot grow */
+
+    for (int len = 36; len <= 100; len += 16) grow(p, s, len < 100 ? len : 100);   /* steps of MAX_TOK */
+    grow(p, s, 100);                                /* the window has let go of blocks 0..3 */
+    assert_int_equal(entry(p, s, G_SWA, 0), -1);
+    assert_int_equal(rad_kv_truncate(p, s, 40), RAD_E_RANGE);
+    assert_int_equal(p->seqs[s].len, 100);
+    assert_int_equal(mapped_blocks(p, s, G_FULL), 7);
+    assert_int_equal(rad_kv_truncate(p, s, 90), RAD_E_RANGE);   /* needs 59.., block 3 is gone */
+    assert_int_equal(rad_kv_truncate(p, s, 96), RAD_OK);        /* needs 65.., blocks 4.. held */
+    assert_int_equal(p->seqs[s].len, 96);
+}
+
+/* A snapshot restored into a fresh sequence gives back every row a later
+** query can see, in a window group only those; a damaged one changes nothing. */
+static void test_snapshot_round_trip(void **state)
+{
+    Fixture *f = *state;
+    RadKvPool *p = &f->p;
+    int a = new_seq(p);
+    for (int len = 16; len < 70; len += 16) grow(p, a, len);
+    grow(p, a, 70);
+    stamp(p, a, 70);
+    int64_t n = rad_kv_snapshot_bytes(p, a);
+    uint8_t *blob = malloc((size_t)n);
+    assert_non_null(blob);
+    assert_int_equal(rad_kv_snapshot(p, a, blob, n), RAD_OK);
+    rad_kv_seq_free(p, a);
+
+    int b = new_seq(p);
+    /* Truncated, trailing bytes, bad magic: refused, the sequence stays empty. */
+    assert_int_equal(rad_kv_restore(p, b, blob, n - 1), RAD_E_FORMAT);
+    blob[0] ^= 1;
+    assert_int_equal(rad_kv_restore(p, b, blob, n), RAD_E_FORMAT);
+    blob[0] ^= 1;
+    assert_int_equal(p->seqs[b].len, 0);
+    assert_int_equal(mapped_blocks(p, b, G_FULL), 0);
+
+    assert_int_equal(rad_kv_restore(p, b, blob, n), RAD_OK);
+    assert_int_equal(p->seqs[b].len, 70);
+    for (int pos = 0; pos < 70; pos++)
+        for (int half = 0; half < 2; half++) {
+            assert_int_equal(stamped(p, b, 0, pos, half), (0 * 64 + pos * 2 + half) & 0xff);
+            assert_int_equal(stamped(p, b, 2, pos, half), (2 * 64 + pos * 2 + half) & 0xff);
+            if (pos >= 70 - WINDOW + 1)             /* the window's reach */
+                assert_int_equal(stamped(p, b, 1, pos, half), (1 * 64 + pos * 2 + half) & 0xff);
+        }
+    assert_int_equal(rad_kv_restore(p, b, blob, n), RAD_E_STATE);   /* not empty any more */
+    /* The restored sequence goes on growing as any other. */
+    grow(p, b, 80);
+    free(blob);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +539,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_out_of_sequences, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fill_table_and_view, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slots_are_distinct_and_in_bounds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_round_trip, setup, teardown),
         cmocka_unit_test(test_block_size_from_builder),
         cmocka_unit_test(test_builder_refuses_bad_groups),
     };
