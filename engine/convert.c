@@ -264,6 +264,18 @@ static int add_tokenizer(const RadCheckpoint *ck, RadContainerWriter *w, const c
     void *blob = NULL;
     size_t blob_len = 0;
     int rc = rad_tokenizer_from_json(json, len, config, config_len, name, &t);
+    /* Newer checkpoints (gpt-oss, recent Qwen) keep the chat template in its
+    ** own file instead of tokenizer_config.json. */
+    char *jinja = NULL;
+    size_t jinja_len = 0;
+    if (rc == RAD_OK && !t->chat_template &&
+        rad_checkpoint_read_file(ck, "chat_template.jinja", &jinja, &jinja_len) == RAD_OK) {
+        if (memchr(jinja, 0, jinja_len))
+            rc = rad_error_set(RAD_E_UNSUPPORTED, "%s/chat_template.jinja: holds a NUL byte", dir);
+        else if (!(t->chat_template = strndup(jinja, jinja_len)))
+            rc = RAD_E_NOMEM;
+        free(jinja);
+    }
     if (rc == RAD_OK) rc = rad_tokenizer_serialize(t, &blob, &blob_len);
     if (rc == RAD_OK) rc = rad_container_add_blob(w, "tokenizer.bin", blob, blob_len);
     free(blob);
@@ -390,7 +402,7 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
     rc = add_tokenizer(ck, w, dir);
     if (rc) goto done;
     static const char *side_files[] = {"config.json", "tokenizer.json", "tokenizer_config.json",
-                                       "generation_config.json"};
+                                       "generation_config.json", "chat_template.jinja"};
     for (size_t i = 0; i < sizeof side_files / sizeof *side_files; i++) {
         char *data = NULL;
         size_t len = 0;

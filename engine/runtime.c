@@ -10,6 +10,7 @@
 ** the plugin's step issues ops, which rad_issue hands to the chosen kernels.
 */
 #include "engine_internal.h"
+#include "text/rad_chat.h"
 #include "text/rad_text.h"
 #include "../formats/gguf_container.h"
 #include "pool.h"
@@ -403,7 +404,8 @@ const char *rad_engine_model_id(const RadEngine *e) { return e->model_id; }
 
 const RadChatFormat *rad_engine_chat_format(const RadEngine *e)
 {
-    return e->plugin->chat_format ? e->plugin->chat_format(&e->meta) : NULL;
+    const RadChatFormat *f = e->plugin->chat_format ? e->plugin->chat_format(&e->meta) : NULL;
+    return rad_chat_format_resolve(f, e->text);     /* a plugin's choices need the vocabulary */
 }
 
 int rad_engine_seq_new(RadEngine *e, int *seq) { return rad_kv_seq_new(&e->kv, seq); }
