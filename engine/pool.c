@@ -2,10 +2,15 @@
 ** pool.c: the thread pool (see pool.h for the contract).
 **
 ** One job at a time.  The caller publishes the job (function, context, task
-** count), bumps a generation number and wakes sleepers; every thread, the
-** caller too, takes task numbers from `next` until they run out, then counts
-** itself done.  The caller returns when all threads have counted in, so the
-** job's fields are never rewritten while a worker still reads them.
+** count) and a ticket that packs the job's number with its next task index,
+** then bumps a generation number and wakes sleepers.  Every thread, the
+** caller too, claims task indices by compare-and-swap on the ticket until
+** they run out, and counts each finished task.  The caller returns when all
+** tasks are finished, not when all threads have checked in: on a busy
+** machine a worker the scheduler has parked would otherwise hold up every
+** op until its next time slice.  A late worker that wakes into a newer job
+** simply helps with that one; the ticket's job number makes sure it never
+** claims an index of a job it did not read the fields of.
 */
 #include "pool.h"
 
@@ -13,6 +18,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +43,13 @@ struct RadPool {
     int n_threads;
     pthread_t *threads;
     /* the job */
-    void (*fn)(void *, int);
-    void *ctx;
-    int n_tasks;
-    atomic_int next;            /* the next task number to hand out */
-    atomic_int done;            /* threads finished with this job */
+    /* The job: atomics only because a late worker may read them while the
+    ** next job is being published (its claim then fails; see run_tasks). */
+    _Atomic(void (*)(void *, int)) fn;
+    _Atomic(void *) ctx;
+    atomic_int n_tasks;
+    _Atomic uint64_t ticket;    /* job number << 32 | the next task index */
+    atomic_int done;            /* tasks of this job finished */
     atomic_uint generation;     /* bumped once per job; workers wait on it */
     atomic_int sleepers;        /* workers asleep on `generation` */
     atomic_int stop;
@@ -55,11 +63,19 @@ static long futex(atomic_uint *addr, int op, unsigned val)
 static void run_tasks(RadPool *p)
 {
     for (;;) {
-        int t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-        if (t >= p->n_tasks) break;
-        p->fn(p->ctx, t);
+        uint64_t cur = atomic_load_explicit(&p->ticket, memory_order_acquire);
+        /* The fields read now belong to the job `cur` names or to a newer
+        ** one; a newer one means cur is stale and the exchange fails. */
+        int t = (int)(uint32_t)cur, n = atomic_load_explicit(&p->n_tasks, memory_order_relaxed);
+        void (*fn)(void *, int) = atomic_load_explicit(&p->fn, memory_order_relaxed);
+        void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
+        if (t >= n) break;
+        if (!atomic_compare_exchange_weak_explicit(&p->ticket, &cur, cur + 1, memory_order_acq_rel,
+                                                   memory_order_relaxed))
+            continue;
+        fn(ctx, t);
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
     }
-    atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
 }
 
 static void *worker(void *arg)
@@ -126,17 +142,18 @@ void rad_pool_parallel_for(void *pool, int n_tasks, void (*fn)(void *ctx, int ta
         for (int t = 0; t < n_tasks; t++) fn(ctx, t);
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    p->n_tasks = n_tasks;
-    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&p->n_tasks, n_tasks, memory_order_relaxed);
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    uint64_t job = (atomic_load_explicit(&p->ticket, memory_order_relaxed) >> 32) + 1;
+    atomic_store_explicit(&p->ticket, job << 32, memory_order_release);
     atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     if (atomic_load(&p->sleepers) > 0) futex(&p->generation, FUTEX_WAKE_PRIVATE, (unsigned)p->n_threads);
     run_tasks(p);
-    /* A worker that the scheduler has parked (more threads than free cores)
-    ** needs this core: after a short spin, give it up between checks. */
-    for (int spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < p->n_threads; spins++) {
+    /* A task still running on a worker that the scheduler has parked needs
+    ** this core: after a short spin, give it up between checks. */
+    for (int spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < n_tasks; spins++) {
         if (spins < 2000) cpu_relax();
         else sched_yield();
     }
