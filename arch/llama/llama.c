@@ -295,3 +295,18 @@ void rad_arch_step(RadCtx *c, const RadBatch *batch)
 }
 
 RAD_ARCH_PLUGIN(llama, "llama", RAD_QUANT, "1.0", "Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3")
+
+/* ---------------------------------------------------------- chat format */
+
+/* This plugin runs several model lines with different chat formats, and
+** only the model's vocabulary and chat template tell them apart; a plugin
+** sees neither, so it returns the rules and the engine applies them
+** (rad_chat_format_resolve).  The include sits here to keep the chat data
+** apart from the network above. */
+#include "../common/rad_chat_formats.h"
+
+const RadChatFormat *rad_arch_chat_format(const RadModelMeta *meta)
+{
+    (void)meta;
+    return rad_chat_choose_llama();
+}

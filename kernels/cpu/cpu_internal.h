@@ -78,6 +78,28 @@ size_t cpu_act_row_bytes(int fmt, int64_t K);
 typedef void (*CpuActQuantFn)(const float *x, void *dst, int64_t K);
 extern CpuActQuantFn cpu_act_quant[CPU_ACT_COUNT];
 
+/* Bytes of one block of the 32-element activation formats. */
+#define CPU_Q8_0_BYTES 34
+#define CPU_Q8_1_BYTES 36
+
+/* act_q8*.c: the converters for F32, F16, BF16, Q8_0 and Q8_1 rows, one set
+** per ISA; the dot families' fill functions put them into cpu_act_quant. */
+void cpu_act_f32_portable(const float *x, void *dst, int64_t K);
+void cpu_act_f16_portable(const float *x, void *dst, int64_t K);
+void cpu_act_bf16_portable(const float *x, void *dst, int64_t K);
+void cpu_act_q8_0_portable(const float *x, void *dst, int64_t K);
+void cpu_act_q8_1_portable(const float *x, void *dst, int64_t K);
+#if defined(__x86_64__)
+void cpu_act_f16_avx2(const float *x, void *dst, int64_t K);
+void cpu_act_q8_0_avx2(const float *x, void *dst, int64_t K);
+void cpu_act_q8_1_avx2(const float *x, void *dst, int64_t K);
+#endif
+#if defined(__aarch64__)
+void cpu_act_f16_neon(const float *x, void *dst, int64_t K);
+void cpu_act_q8_0_neon(const float *x, void *dst, int64_t K);
+void cpu_act_q8_1_neon(const float *x, void *dst, int64_t K);
+#endif
+
 /* ------------------------------------------------------ dot products */
 
 /* One weight row (K elements, whole blocks) with one converted activation

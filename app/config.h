@@ -1,0 +1,86 @@
+/*
+** config.h: the user's preferences for `run` and `chat`, from the config
+** file and the environment, under the command line.
+**
+** Precedence, highest first: a command-line flag, a RADIANCE_* environment
+** variable, the config file, the built-in default.  rad_settings_load
+** applies the lower three in order (default, then file, then environment);
+** the command then parses its flags over the result.
+**
+** The file is $RADIANCE_CONFIG when set, else $XDG_CONFIG_HOME/radiance/config,
+** else ~/.config/radiance/config; a missing default file is no error.  Its
+** syntax: one `key = value` per line; blank lines and lines whose first
+** non-blank character is '#' are ignored; a value in double quotes keeps
+** its spaces and reads \n, \t, \" and \\ as escapes.  Every key and its
+** values are documented in radiance.conf(5); an unknown key or a bad value
+** is RAD_E_ARG with one line naming file:line and the key (exit 2), so a
+** typo never goes unnoticed.
+*/
+#ifndef RAD_CONFIG_H
+#define RAD_CONFIG_H
+
+#include "conversation.h"
+
+typedef struct RadConfig RadConfig;
+
+/* What run and chat take from config and environment.  Strings point into
+** the RadConfig (or the environment) and live as long as it does. */
+typedef struct RadSettings {
+    const char *model;          /* the default model (key model, RADIANCE_MODEL); NULL = none */
+    const char *system;         /* system prompt; NULL = none */
+    RadConvSettings conv;       /* sampler, n_predict, thinking, context policy */
+    int ctx;                    /* context length; 0 = the engine's default */
+    int batch;                  /* prefill rows per step; 0 = the engine's default */
+    int threads;                /* 0 = the physical cores */
+    const char *kernels;        /* kernel library order; NULL = the engine's default */
+    const char *kv_dtype;       /* "f16", "f32"; NULL = the engine's default */
+    const char *plugins;        /* plugin folder; NULL = RADIANCE_HOME / beside the binary */
+    int show_thinking;          /* run: reasoning to stderr */
+    int offline;                /* never use the network */
+    int quiet;                  /* no download or conversion progress */
+    int plain;                  /* chat: line mode instead of the full-screen UI */
+    int color;                  /* RAD_COLOR_AUTO, _ALWAYS, _NEVER */
+} RadSettings;
+
+enum { RAD_COLOR_AUTO = 0, RAD_COLOR_ALWAYS = 1, RAD_COLOR_NEVER = 2 };
+
+/* Read the config file (see above) into *out.  path NULL = the default
+** place.  RAD_E_ARG naming file:line on a syntax error, an unknown key or
+** a bad value; RAD_E_NOTFOUND when $RADIANCE_CONFIG names a missing file;
+** RAD_E_IO when it cannot be read. */
+int  rad_config_load(const char *path, RadConfig **out);
+void rad_config_free(RadConfig *c);
+
+/* Where the config file is looked for (the default place, or
+** $RADIANCE_CONFIG), written into buf; "" when no home is known. */
+const char *rad_config_path(char *buf, size_t size);
+
+/* The value a key has in the file, or NULL when it is not set (for keys a
+** command reads itself).  The key must be one radiance.conf(5) lists. */
+const char *rad_config_get(const RadConfig *c, const char *key);
+
+/* Defaults, then the config file, then the environment, into *s; the
+** RadConfig that backs the strings is returned in *cfg (free it after s).
+** Errors as rad_config_load, and RAD_E_ARG naming the variable for a bad
+** environment value. */
+int rad_settings_load(RadSettings *s, RadConfig **cfg);
+
+/* Colour decision for a stream: never with NO_COLOR set (any value, even
+** over RAD_COLOR_ALWAYS) or RAD_COLOR_NEVER; with RAD_COLOR_AUTO only when
+** fd is a terminal. */
+int rad_use_color(int color, int fd);
+
+/* Parsers shared with the flag parsers, so a flag and its key accept the
+** same values.  `what` names the flag or file:line key in the message. */
+int rad_parse_int(const char *what, const char *text, long lo, long hi, int *out);
+int rad_parse_float(const char *what, const char *text, float *out);
+int rad_parse_bool(const char *what, const char *text, int *out);
+/* "on" 1, "off" 0, "default" -1. */
+int rad_parse_think(const char *what, const char *text, int *out);
+int rad_parse_color(const char *what, const char *text, int *out);
+
+/* One setting by key, as a flag or the config gives it (the key names of
+** radiance.conf(5)); RAD_E_ARG for an unknown key or a bad value. */
+int rad_settings_set(RadSettings *s, const char *key, const char *value, const char *where);
+
+#endif /* RAD_CONFIG_H */

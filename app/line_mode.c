@@ -1,0 +1,441 @@
+/*
+** line_mode.c: `radiance chat --plain`: the chat as lines of text, for
+** screen readers, dumb terminals, pipes and scripts.  Chosen by --plain
+** (config `plain = true`), by TERM=dumb, or when stdin or stdout is not a
+** terminal.  Same commands as the TUI (chat_commands.c).
+**
+** On a terminal the input is readline (its keys, its history search, the
+** history file shared with the TUI, Tab completing /commands), driven
+** through readline's callback interface so that Ctrl-C is ours: it stops a
+** running reply (the partial text stays, marked [interrupted]), clears a
+** half-typed line, and on an empty line exits with 130.  Without a terminal
+** the input is read line by line with no prompt and no echo; replies go to
+** stdout as plain text, reasoning and numbers are left out, and nothing
+** else is written there (notices go to stderr).
+**
+** Multi-line messages: a line ending in a backslash continues on the next;
+** a line of just """ opens a block that the next such line closes.
+*/
+#include "app.h"
+#include "chat.h"
+#include "tui.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+typedef struct Line {
+    RadChat *chat;
+    int tty_in, tty_out;        /* a person is there */
+    int color;                  /* ANSI styling on stdout */
+    int show_reasoning;
+    RadBuf pending;             /* a message being continued over several lines */
+    int in_block;               /* inside a """ block */
+    int last_part;              /* of the reply being printed */
+    RadBuf content, reasoning;  /* the reply so far (saved every few seconds) */
+    int at_line_start;
+    int quit, exit_code;
+} Line;
+
+static Line *the_line;          /* readline's callback has no user pointer */
+static volatile sig_atomic_t sigint_count, sigint_busy, reply_running, exit_now;
+static volatile sig_atomic_t *reply_stop;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    sigint_count++;
+    if (!reply_running) return;
+    sigint_busy++;
+    if (reply_stop) *reply_stop = 1;
+    if (sigint_busy >= 2) exit_now = 1;
+    if (sigint_busy >= 3) _exit(RAD_EXIT_INTERRUPTED);
+}
+
+#define DIM(l) ((l)->color ? "\033[2m" : "")
+#define RESET(l) ((l)->color ? "\033[0m" : "")
+
+/* ------------------------------------------------------------ front end */
+
+static Line *line_of(RadChat *c)
+{
+    return c->ui_data;
+}
+
+static void ui_notice(RadChat *c, const char *text)
+{
+    Line *l = line_of(c);
+    FILE *f = l->tty_out ? stdout : stderr;
+    fprintf(f, "%s%s%s\n", DIM(l), text, RESET(l));
+    fflush(f);
+}
+
+static void ui_error(RadChat *c, const char *text)
+{
+    Line *l = line_of(c);
+    fprintf(stderr, "%sradiance: %s%s\n", l->color ? "\033[1;31m" : "", text, RESET(l));
+}
+
+static void put(Line *l, const char *s, size_t n)
+{
+    if (n == 0) return;
+    fwrite(s, 1, n, stdout);
+    l->at_line_start = s[n - 1] == '\n';
+    fflush(stdout);
+}
+
+static void on_part(void *user, RadReplyPart part, const char *text, size_t n)
+{
+    Line *l = user;
+    if (part == RAD_REPLY_CONTENT) rad_buf_add(&l->content, text, n);
+    if (part == RAD_REPLY_REASONING) rad_buf_add(&l->reasoning, text, n);
+    RadConvMessage partial = {0};
+    partial.role = "assistant";
+    partial.content = l->content.s ? l->content.s : "";
+    partial.reasoning = l->reasoning.len ? l->reasoning.s : NULL;
+    rad_chat_reply_progress(l->chat, &partial);
+    if (part == RAD_REPLY_REASONING && !l->show_reasoning) return;
+    if ((int)part != l->last_part) {
+        if (l->last_part == RAD_REPLY_REASONING && l->color) fputs("\033[0m", stdout);
+        if (l->last_part >= 0 && !l->at_line_start) put(l, "\n", 1);
+        if (part == RAD_REPLY_REASONING && l->color) fputs("\033[2;3m", stdout);
+        if (part == RAD_REPLY_TOOL_CALL) put(l, "[tool call] ", 12);
+        l->last_part = (int)part;
+    }
+    put(l, text, n);
+}
+
+static void on_notice(void *user, const char *message)
+{
+    Line *l = user;
+    ui_notice(l->chat, message);
+}
+
+static int ui_reply(RadChat *c)
+{
+    Line *l = line_of(c);
+    l->last_part = -1;
+    l->at_line_start = 1;
+    l->content.len = 0;
+    l->reasoning.len = 0;
+    c->stop = 0;
+    sigint_busy = 0;
+    reply_stop = &c->stop;
+    reply_running = 1;
+    RadConvCallbacks cb = {.on_part = on_part, .on_notice = on_notice, .user = l, .stop = &c->stop};
+    int rc = rad_chat_reply(c, &cb);
+    reply_running = 0;
+    if (l->color && l->last_part == RAD_REPLY_REASONING) fputs("\033[0m", stdout);
+    if (!l->at_line_start) put(l, "\n", 1);
+    if (rc == RAD_OK) {
+        const RadConvMessage *m = rad_conv_message(c->conv, rad_conv_count(c->conv) - 1);
+        if (m->finish == RAD_FINISH_INTERRUPTED) {
+            if (l->tty_out) printf("%s[interrupted]%s\n", l->color ? "\033[1;33m" : "", RESET(l));
+            else fprintf(stderr, "radiance: [interrupted]\n");
+        }
+        if (l->tty_out) {
+            char sum[256];
+            rad_chat_reply_summary(&m->stats, m->finish, sum, sizeof sum);
+            printf("%s%s%s\n\n", DIM(l), sum, RESET(l));
+        }
+    } else if (rc == RAD_E_INTERRUPT) {
+        ui_notice(c, "interrupted before the reply began; /retry asks again");
+    } else {
+        ui_error(c, rad_error_message()[0] ? rad_error_message() : rad_strerror(rc));
+    }
+    fflush(stdout);
+    if (exit_now) {
+        l->quit = 1;
+        l->exit_code = RAD_EXIT_INTERRUPTED;
+    }
+    return rc;
+}
+
+static void print_tail(Line *l, int n_last);
+
+static void ui_rebuild(RadChat *c)
+{
+    /* Lines already printed stay printed and notices say what changed; a
+    ** resumed or loaded session shows its last exchange. */
+    if (c->just_loaded) print_tail(line_of(c), 2);
+    c->just_loaded = 0;
+}
+
+/* The last n messages of a resumed conversation, to show where it stands. */
+static void print_tail(Line *l, int n_last)
+{
+    RadChat *c = l->chat;
+    if (!l->tty_out) return;
+    int n = rad_conv_count(c->conv);
+    for (int i = n - n_last < 0 ? 0 : n - n_last; i < n; i++) {
+        const RadConvMessage *m = rad_conv_message(c->conv, i);
+        if (!strcmp(m->role, "user")) printf("%s\xe2\x80\xba %s%s\n", l->color ? "\033[1;32m" : "", m->content, RESET(l));
+        else if (!strcmp(m->role, "system")) printf("%ssystem: %s%s\n", DIM(l), m->content, RESET(l));
+        else printf("%s\n%s", m->content, rad_chat_row(c, i)->finish == RAD_FINISH_INTERRUPTED ? "[interrupted]\n" : "");
+        if (!strcmp(m->role, "assistant")) putchar('\n');
+    }
+    fflush(stdout);
+}
+
+static char *edit_text;         /* what the next prompt starts with (/edit) */
+
+static int insert_edit_text(void)
+{
+    if (edit_text) {
+        rl_insert_text(edit_text);
+        free(edit_text);
+        edit_text = NULL;
+    }
+    return 0;
+}
+
+static void ui_edit(RadChat *c, const char *text)
+{
+    Line *l = line_of(c);
+    if (!l->tty_in) {
+        ui_notice(c, "your last message was taken back; send the new one");
+        return;
+    }
+    /* readline starts every line afresh, so the text goes in from its
+    ** startup hook, when the next prompt is set up */
+    free(edit_text);
+    edit_text = strdup(text);
+    for (char *p = edit_text; p && *p; p++)
+        if (*p == '\n') *p = ' ';
+}
+
+static char *ui_code_block(RadChat *c, int k, char **lang)
+{
+    /* numbered over the conversation's replies */
+    for (int i = 0; i < rad_conv_count(c->conv) && k >= 1; i++) {
+        const RadConvMessage *m = rad_conv_message(c->conv, i);
+        if (strcmp(m->role, "assistant")) continue;
+        char *code = NULL;
+        int j = 0;
+        while (rad_md_code_block(m->content, strlen(m->content), j, &code, j + 1 == k ? lang : NULL) == 0) {
+            if (++j == k) return code;
+            free(code);
+        }
+        k -= j;
+    }
+    return NULL;
+}
+
+static int ui_view(RadChat *c, const char *which)
+{
+    Line *l = line_of(c);
+    if (strcmp(which, "fold")) return -1;
+    l->show_reasoning = !l->show_reasoning;
+    return !l->show_reasoning;
+}
+
+static const RadChatUi line_ops = {
+    .full_screen = 0, .notice = ui_notice, .error = ui_error, .reply = ui_reply, .rebuild = ui_rebuild,
+    .edit = ui_edit, .code_block = ui_code_block, .view = ui_view,
+};
+
+/* ------------------------------------------------------------ input */
+
+/* One line of input: join continued lines, then run it. */
+static void take_line(Line *l, const char *text)
+{
+    size_t n = strlen(text);
+    if (l->in_block) {
+        if (!strcmp(text, "\"\"\"")) {
+            l->in_block = 0;
+        } else {
+            rad_buf_add(&l->pending, text, n);
+            rad_buf_add(&l->pending, "\n", 1);
+            return;
+        }
+    } else if (!strcmp(text, "\"\"\"") && l->pending.len == 0) {
+        l->in_block = 1;
+        return;
+    } else if (n > 0 && text[n - 1] == '\\') {
+        rad_buf_add(&l->pending, text, n - 1);
+        rad_buf_add(&l->pending, "\n", 1);
+        return;
+    } else {
+        rad_buf_add(&l->pending, text, n);
+    }
+    char *msg = strdup(l->pending.s ? l->pending.s : "");
+    l->pending.len = 0;
+    if (l->pending.s) l->pending.s[0] = 0;
+    if (!msg) return;
+    size_t m = strlen(msg);
+    while (m > 0 && (msg[m - 1] == '\n' || msg[m - 1] == ' ')) msg[--m] = 0;
+    if (m > 0) {
+        if (l->tty_in) rad_history_add(msg);
+        RadChat *c = l->chat;
+        if (rad_chat_command(c, msg)) {
+            if (c->quit) {
+                l->quit = 1;
+                l->exit_code = c->exit_code;
+            }
+        } else if (rad_chat_user(c, msg[0] == '/' && msg[1] == '/' ? msg + 1 : msg)) {
+            ui_error(c, rad_error_message());
+        } else {
+            ui_reply(c);
+        }
+    }
+    free(msg);
+}
+
+static const char *prompt_for(const Line *l)
+{
+    if (l->in_block) return "\"\"\" ";
+    if (l->pending.len) return "\xe2\x80\xa6 ";
+    return "\xe2\x80\xba ";
+}
+
+static void on_readline(char *text)
+{
+    Line *l = the_line;
+    if (!text) {
+        l->quit = 1;
+        l->exit_code = RAD_EXIT_OK;
+        if (l->tty_out) putchar('\n');
+        return;
+    }
+    take_line(l, text);
+    free(text);
+    if (!l->quit) rl_set_prompt(prompt_for(l));
+}
+
+static char *complete_command(const char *text, int state)
+{
+    static int i;
+    static size_t len;
+    if (!state) {
+        i = 0;
+        len = strlen(text);
+    }
+    for (const char *name; (name = rad_chat_command_names[i]); ) {
+        i++;
+        if (!strncmp(name, text, len)) return strdup(name);
+    }
+    return NULL;
+}
+
+static char **complete(const char *text, int start, int end)
+{
+    (void)end;
+    rl_attempted_completion_over = 1;
+    if (start == 0 && text[0] == '/') return rl_completion_matches(text, complete_command);
+    return NULL;
+}
+
+static void run_readline(Line *l)
+{
+    rl_catch_signals = 0;
+    if (!l->tty_out) rl_outstream = stderr;    /* the prompt and echo stay out of redirected replies */
+    rl_readline_name = "radiance";
+    rl_attempted_completion_function = complete;
+    rl_startup_hook = insert_edit_text;
+    rl_callback_handler_install(prompt_for(l), on_readline);
+    int handled = sigint_count;
+    while (!l->quit) {
+        fd_set fds;
+        FD_ZERO(&fds);
+        FD_SET(STDIN_FILENO, &fds);
+        int r = select(STDIN_FILENO + 1, &fds, NULL, NULL, NULL);
+        if (sigint_count != handled) {
+            handled = sigint_count;
+            if (rl_end > 0 || l->pending.len || l->in_block) {
+                /* Ctrl-C on a half-typed message drops it */
+                rl_replace_line("", 0);
+                l->pending.len = 0;
+                l->in_block = 0;
+                fputs("^C\n", stdout);
+                rl_set_prompt(prompt_for(l));
+                rl_on_new_line();
+                rl_redisplay();
+            } else {
+                fputs("^C\n", stdout);
+                l->quit = 1;
+                l->exit_code = RAD_EXIT_INTERRUPTED;
+            }
+            continue;
+        }
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        rl_callback_read_char();
+        handled = sigint_count;     /* Ctrl-Cs that stopped a reply are spent */
+    }
+    rl_callback_handler_remove();
+}
+
+static void run_plain(Line *l)
+{
+    char *text = NULL;
+    size_t cap = 0;
+    while (!l->quit) {
+        errno = 0;
+        ssize_t n = getline(&text, &cap, stdin);
+        if (n < 0) {
+            if (errno == EINTR && sigint_count) {
+                l->exit_code = RAD_EXIT_INTERRUPTED;
+            } else if (l->pending.len || l->in_block) {
+                /* the input ended inside a continued message: send what there is */
+                l->in_block = 0;
+                take_line(l, "");
+            }
+            break;
+        }
+        while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r')) text[--n] = 0;
+        take_line(l, text);
+    }
+    free(text);
+}
+
+int rad_line_mode_run(RadChat *c)
+{
+    Line l;
+    memset(&l, 0, sizeof l);
+    l.chat = c;
+    l.tty_in = isatty(STDIN_FILENO);
+    l.tty_out = isatty(STDOUT_FILENO);
+    l.color = rad_use_color(c->settings->color, STDOUT_FILENO);
+    l.show_reasoning = l.tty_out;
+    l.exit_code = RAD_EXIT_OK;
+    the_line = &l;
+    c->ui = &line_ops;
+    c->ui_data = &l;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);      /* no SA_RESTART: a waiting read returns */
+
+    rad_chat_open_db(c);
+    if (l.tty_in) rad_history_open();
+    rad_chat_start(c);
+    c->ui_ms = rad_chat_now_ms() - c->t_start_ms;
+    if (l.tty_in && l.tty_out)
+        printf("%sradiance chat with %s. /help lists commands; Ctrl-D or /quit leaves.%s\n", DIM(&l), rad_chat_model_name(c),
+               RESET(&l));
+    if (l.tty_in) run_readline(&l);
+    else run_plain(&l);
+
+    if (c->conv && rad_conv_count(c->conv) > 0 && c->db) rad_chat_save_snapshot(c, 0);
+    if (l.tty_in) rad_history_close();
+    if (c->session_id[0] && l.tty_out)
+        fprintf(stderr, "session %s saved (radiance chat --resume %.8s)\n", c->session_id, c->session_id);
+    rad_buf_free(&l.pending);
+    rad_buf_free(&l.content);
+    rad_buf_free(&l.reasoning);
+    c->ui = NULL;
+    c->ui_data = NULL;
+    the_line = NULL;
+    return l.exit_code;
+}
