@@ -48,42 +48,28 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 pane() { T capture-pane -p -t chat 2>/dev/null || echo "(no pane: $(T ls 2>&1 | head -1); chat stderr: $(tail -c 300 "$WORK/chat.err" 2>/dev/null))"; }
 status_row() { pane | tail -n 2 | head -n 1; }
 
+# wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
+wait_until() {
+    local end=$(( $(now_ms) + $1 * 1000 ))
+    shift
+    while [ "$(now_ms)" -lt "$end" ]; do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+pane_shows() { pane | grep -Eq -- "$1"; }
+pane_count_at_least() { [ "$(pane | grep -Ec -- "$2")" -ge "$1" ]; }
+status_ready() { status_row | grep -q "ready *$"; }
+exit_written() { [ -s "$WORK/exit" ]; }
 # wait_for SECONDS PATTERN: until the pane shows PATTERN (grep -E).
-wait_for() {
-    local end=$(( $(now_ms) + $1 * 1000 ))
-    while [ "$(now_ms)" -lt "$end" ]; do
-        pane | grep -Eq -- "$2" && return 0
-        sleep 0.1
-    done
-    return 1
-}
+wait_for() { wait_until "$1" pane_shows "$2"; }
 # wait_count SECONDS N PATTERN: until N lines of the pane match.
-wait_count() {
-    local end=$(( $(now_ms) + $1 * 1000 ))
-    while [ "$(now_ms)" -lt "$end" ]; do
-        [ "$(pane | grep -Ec -- "$3")" -ge "$2" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
+wait_count() { wait_until "$1" pane_count_at_least "$2" "$3"; }
 # wait_ready SECONDS: the status line says ready (no reply running).
-wait_ready() {
-    local end=$(( $(now_ms) + $1 * 1000 ))
-    while [ "$(now_ms)" -lt "$end" ]; do
-        status_row | grep -q "ready *$" && return 0
-        sleep 0.1
-    done
-    return 1
-}
+wait_ready() { wait_until "$1" status_ready; }
 # wait_exit SECONDS: the chat process ended; its status is in $WORK/exit.
-wait_exit() {
-    local end=$(( $(now_ms) + $1 * 1000 ))
-    while [ "$(now_ms)" -lt "$end" ]; do
-        [ -s "$WORK/exit" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
+wait_exit() { wait_until "$1" exit_written; }
 send() { T send-keys -t chat -l -- "$1"; T send-keys -t chat Enter; }
 # start_chat ARGS...: radiance chat in a fresh pane (extra env in $CHAT_ENV).
 start_chat() {
