@@ -92,6 +92,9 @@ struct RadChat {
 };
 
 double rad_chat_now_ms(void);
+/* Install handler for SIGINT without SA_RESTART, so that a read waiting on
+** the terminal returns when Ctrl-C comes (both front ends). */
+void rad_chat_catch_sigint(void (*handler)(int));
 
 /* Open the model and a conversation (settings, model_spec set).  Messages
 ** go to stderr.  Returns RAD_OK or an engine code with the message set. */

@@ -35,6 +35,15 @@
 /* How often a streaming reply is written, in milliseconds. */
 #define REPLY_SAVE_INTERVAL_MS 3000.0
 
+void rad_chat_catch_sigint(void (*handler)(int))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
 double rad_chat_now_ms(void)
 {
     struct timespec ts;

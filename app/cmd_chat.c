@@ -88,22 +88,11 @@ static int full_screen_possible(void)
 
 int rad_cmd_chat(int argc, char **argv)
 {
-    enum { TEMP = 256, TOPK, TOPP, MINP, PENALTY, LASTN, SEED, KVD, KERNELS, PLUGINS, OFFLINE, PLAIN, CONTINUE,
-           NOTHINK, THINK, COLOR, POLICY, RESERVE };
+    enum { PLAIN = 256, CONTINUE };
     static const struct option options[] = {
         {"model", required_argument, 0, 'm'}, {"continue", no_argument, 0, CONTINUE},
         {"resume", required_argument, 0, 'r'}, {"plain", no_argument, 0, PLAIN},
-        {"system", required_argument, 0, 's'}, {"think", no_argument, 0, THINK},
-        {"no-think", no_argument, 0, NOTHINK}, {"n-predict", required_argument, 0, 'n'},
-        {"temp", required_argument, 0, TEMP}, {"top-k", required_argument, 0, TOPK},
-        {"top-p", required_argument, 0, TOPP}, {"min-p", required_argument, 0, MINP},
-        {"repeat-penalty", required_argument, 0, PENALTY}, {"repeat-last-n", required_argument, 0, LASTN},
-        {"seed", required_argument, 0, SEED}, {"ctx", required_argument, 0, 'c'},
-        {"context-policy", required_argument, 0, POLICY}, {"reply-reserve", required_argument, 0, RESERVE},
-        {"batch", required_argument, 0, 'b'}, {"kv-dtype", required_argument, 0, KVD},
-        {"kernels", required_argument, 0, KERNELS}, {"threads", required_argument, 0, 't'},
-        {"plugins", required_argument, 0, PLUGINS}, {"color", required_argument, 0, COLOR},
-        {"offline", no_argument, 0, OFFLINE}, {"quiet", no_argument, 0, 'q'},
+        {"system", required_argument, 0, 's'}, RAD_SETTINGS_OPTIONS,
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     RadChat chat;
@@ -123,29 +112,12 @@ int rad_cmd_chat(int argc, char **argv)
         case 'r': resume = optarg; break;
         case PLAIN: s.plain = 1; break;
         case 's': s.system = optarg; break;
-        case THINK: s.conv.thinking = 1; break;
-        case NOTHINK: s.conv.thinking = 0; break;
-        case 'n': rc = rad_settings_set(&s, "n_predict", optarg, "-n"); break;
-        case TEMP: rc = rad_settings_set(&s, "temp", optarg, "--temp"); break;
-        case TOPK: rc = rad_settings_set(&s, "top_k", optarg, "--top-k"); break;
-        case TOPP: rc = rad_settings_set(&s, "top_p", optarg, "--top-p"); break;
-        case MINP: rc = rad_settings_set(&s, "min_p", optarg, "--min-p"); break;
-        case PENALTY: rc = rad_settings_set(&s, "repeat_penalty", optarg, "--repeat-penalty"); break;
-        case LASTN: rc = rad_settings_set(&s, "repeat_last_n", optarg, "--repeat-last-n"); break;
-        case SEED: rc = rad_settings_set(&s, "seed", optarg, "--seed"); break;
-        case 'c': rc = rad_settings_set(&s, "ctx", optarg, "--ctx"); break;
-        case POLICY: rc = rad_settings_set(&s, "context_policy", optarg, "--context-policy"); break;
-        case RESERVE: rc = rad_settings_set(&s, "reply_reserve", optarg, "--reply-reserve"); break;
-        case 'b': rc = rad_settings_set(&s, "batch", optarg, "--batch"); break;
-        case KVD: rc = rad_settings_set(&s, "kv_dtype", optarg, "--kv-dtype"); break;
-        case KERNELS: s.kernels = optarg; break;
-        case 't': rc = rad_settings_set(&s, "threads", optarg, "--threads"); break;
-        case PLUGINS: s.plugins = optarg; break;
-        case COLOR: rc = rad_settings_set(&s, "color", optarg, "--color"); break;
-        case OFFLINE: s.offline = 1; break;
-        case 'q': s.quiet = 1; break;
         case 'h': fputs(usage, stdout); rad_config_free(cfg); return RAD_EXIT_OK;
-        default: fputs(usage, stderr); rad_config_free(cfg); return RAD_EXIT_USAGE;
+        default:
+            if (rad_settings_option(&s, c, optarg, &rc)) break;
+            fputs(usage, stderr);
+            rad_config_free(cfg);
+            return RAD_EXIT_USAGE;
         }
     }
     if (rc == RAD_OK) rc = rad_sampler_check(&s.conv.sampler);

@@ -113,24 +113,11 @@ static double now_ms(void)
 
 /* ------------------------------------------------------------ the prompt */
 
-typedef struct Text {
-    char *data;
-    size_t len, cap;
-} Text;
+typedef RadConvBuf Text;
 
 static int text_add(Text *t, const char *s, size_t n)
 {
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < t->len + n + 1) cap *= 2;
-        char *grown = realloc(t->data, cap);
-        if (!grown) return rad_error_set(RAD_E_NOMEM, "out of memory reading the prompt");
-        t->data = grown;
-        t->cap = cap;
-    }
-    memcpy(t->data + t->len, s, n);
-    t->len += n;
-    t->data[t->len] = 0;
+    if (rad_conv_buf_add(t, s, n)) return rad_error_set(RAD_E_NOMEM, "out of memory reading the prompt");
     return RAD_OK;
 }
 
@@ -493,25 +480,14 @@ static void trim_trailing_newlines(Text *t)
 int rad_cmd_run(int argc, char **argv)
 {
     double t_start = now_ms();
-    enum { TOKENS = 256, DUMP, TEMP, TOPK, TOPP, MINP, PENALTY, LASTN, SEED, KVD, KERNELS, PLUGINS,
-           GRAPH, PLAN, NOEOS, OFFLINE, RAW, NOTHINK, THINK, SHOWTHINK, JSON, JSONL, COLOR, POLICY, RESERVE };
+    enum { TOKENS = 256, DUMP, GRAPH, PLAN, NOEOS, RAW, SHOWTHINK, JSON, JSONL };
     static const struct option options[] = {
         {"model", required_argument, 0, 'm'}, {"tokens", required_argument, 0, TOKENS},
-        {"n-predict", required_argument, 0, 'n'}, {"dump-logits", required_argument, 0, DUMP},
-        {"temp", required_argument, 0, TEMP}, {"top-k", required_argument, 0, TOPK},
-        {"top-p", required_argument, 0, TOPP}, {"min-p", required_argument, 0, MINP},
-        {"repeat-penalty", required_argument, 0, PENALTY}, {"repeat-last-n", required_argument, 0, LASTN},
-        {"seed", required_argument, 0, SEED}, {"ctx", required_argument, 0, 'c'},
-        {"batch", required_argument, 0, 'b'}, {"kv-dtype", required_argument, 0, KVD},
-        {"kernels", required_argument, 0, KERNELS}, {"threads", required_argument, 0, 't'},
-        {"plugins", required_argument, 0, PLUGINS}, {"debug-graph", no_argument, 0, GRAPH},
-        {"debug-plan", no_argument, 0, PLAN}, {"ignore-eos", no_argument, 0, NOEOS},
-        {"offline", no_argument, 0, OFFLINE}, {"quiet", no_argument, 0, 'q'},
-        {"raw", no_argument, 0, RAW}, {"system", required_argument, 0, 's'},
-        {"no-think", no_argument, 0, NOTHINK}, {"think", no_argument, 0, THINK},
-        {"show-thinking", no_argument, 0, SHOWTHINK}, {"json", no_argument, 0, JSON},
-        {"jsonl", no_argument, 0, JSONL}, {"color", required_argument, 0, COLOR},
-        {"context-policy", required_argument, 0, POLICY}, {"reply-reserve", required_argument, 0, RESERVE},
+        {"dump-logits", required_argument, 0, DUMP}, RAD_SETTINGS_OPTIONS,
+        {"debug-graph", no_argument, 0, GRAPH}, {"debug-plan", no_argument, 0, PLAN},
+        {"ignore-eos", no_argument, 0, NOEOS}, {"raw", no_argument, 0, RAW},
+        {"system", required_argument, 0, 's'}, {"show-thinking", no_argument, 0, SHOWTHINK},
+        {"json", no_argument, 0, JSON}, {"jsonl", no_argument, 0, JSONL},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     /* Flags go over the config file and the environment. */
@@ -527,37 +503,20 @@ int rad_cmd_run(int argc, char **argv)
         case 'm': model_flag = optarg; break;
         case TOKENS: tokens_text = optarg; break;
         case DUMP: dump = optarg; break;
-        case 'n': rc = rad_settings_set(&s, "n_predict", optarg, "-n"); break;
-        case TEMP: rc = rad_settings_set(&s, "temp", optarg, "--temp"); break;
-        case TOPK: rc = rad_settings_set(&s, "top_k", optarg, "--top-k"); break;
-        case TOPP: rc = rad_settings_set(&s, "top_p", optarg, "--top-p"); break;
-        case MINP: rc = rad_settings_set(&s, "min_p", optarg, "--min-p"); break;
-        case PENALTY: rc = rad_settings_set(&s, "repeat_penalty", optarg, "--repeat-penalty"); break;
-        case LASTN: rc = rad_settings_set(&s, "repeat_last_n", optarg, "--repeat-last-n"); break;
-        case SEED: rc = rad_settings_set(&s, "seed", optarg, "--seed"); break;
-        case 'c': rc = rad_settings_set(&s, "ctx", optarg, "--ctx"); break;
-        case 'b': rc = rad_settings_set(&s, "batch", optarg, "--batch"); break;
-        case KVD: rc = rad_settings_set(&s, "kv_dtype", optarg, "--kv-dtype"); break;
-        case KERNELS: s.kernels = optarg; break;
-        case 't': rc = rad_settings_set(&s, "threads", optarg, "--threads"); break;
-        case PLUGINS: s.plugins = optarg; break;
         case GRAPH: debug_graph = 1; break;
         case PLAN: debug_plan = 1; break;
         case NOEOS: s.conv.ignore_eos = 1; break;
-        case OFFLINE: s.offline = 1; break;
-        case 'q': s.quiet = 1; break;
         case RAW: raw = 1; break;
         case 's': s.system = optarg; system_flag = 1; break;
-        case NOTHINK: s.conv.thinking = 0; break;
-        case THINK: s.conv.thinking = 1; break;
         case SHOWTHINK: s.show_thinking = 1; break;
         case JSON: mode = OUT_JSON; break;
         case JSONL: mode = OUT_JSONL; break;
-        case COLOR: rc = rad_settings_set(&s, "color", optarg, "--color"); break;
-        case POLICY: rc = rad_settings_set(&s, "context_policy", optarg, "--context-policy"); break;
-        case RESERVE: rc = rad_settings_set(&s, "reply_reserve", optarg, "--reply-reserve"); break;
         case 'h': fputs(usage, stdout); rad_config_free(cfg); return RAD_EXIT_OK;
-        default: fputs(usage, stderr); rad_config_free(cfg); return RAD_EXIT_USAGE;
+        default:
+            if (rad_settings_option(&s, c, optarg, &rc)) break;
+            fputs(usage, stderr);
+            rad_config_free(cfg);
+            return RAD_EXIT_USAGE;
         }
     }
     if (rc) {

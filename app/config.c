@@ -147,6 +147,43 @@ int rad_settings_set(RadSettings *s, const char *key, const char *value, const c
     return RAD_OK;
 }
 
+int rad_settings_option(RadSettings *s, int c, const char *arg, int *rc)
+{
+    static const struct { int c; const char *key, *flag; } by_key[] = {
+        {'n', "n_predict", "-n"},
+        {RAD_OPT_TEMP, "temp", "--temp"},
+        {RAD_OPT_TOP_K, "top_k", "--top-k"},
+        {RAD_OPT_TOP_P, "top_p", "--top-p"},
+        {RAD_OPT_MIN_P, "min_p", "--min-p"},
+        {RAD_OPT_REPEAT_PENALTY, "repeat_penalty", "--repeat-penalty"},
+        {RAD_OPT_REPEAT_LAST_N, "repeat_last_n", "--repeat-last-n"},
+        {RAD_OPT_SEED, "seed", "--seed"},
+        {'c', "ctx", "--ctx"},
+        {RAD_OPT_CONTEXT_POLICY, "context_policy", "--context-policy"},
+        {RAD_OPT_REPLY_RESERVE, "reply_reserve", "--reply-reserve"},
+        {'b', "batch", "--batch"},
+        {RAD_OPT_KV_DTYPE, "kv_dtype", "--kv-dtype"},
+        {'t', "threads", "--threads"},
+        {RAD_OPT_COLOR, "color", "--color"},
+    };
+    for (size_t i = 0; i < sizeof by_key / sizeof by_key[0]; i++)
+        if (by_key[i].c == c) {
+            *rc = rad_settings_set(s, by_key[i].key, arg, by_key[i].flag);
+            return 1;
+        }
+    switch (c) {
+    case RAD_OPT_KERNELS: s->kernels = arg; break;
+    case RAD_OPT_PLUGINS: s->plugins = arg; break;
+    case RAD_OPT_OFFLINE: s->offline = 1; break;
+    case 'q': s->quiet = 1; break;
+    case RAD_OPT_THINK: s->conv.thinking = 1; break;
+    case RAD_OPT_NO_THINK: s->conv.thinking = 0; break;
+    default: return 0;
+    }
+    *rc = RAD_OK;
+    return 1;
+}
+
 /* The variables that stand in for a key (radiance(1), ENVIRONMENT). */
 static const struct { const char *var, *key; } environment_keys[] = {
     {"RADIANCE_MODEL", "model"},     {"RADIANCE_CTX", "ctx"},   {"RADIANCE_THREADS", "threads"},

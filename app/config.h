@@ -83,4 +83,36 @@ int rad_parse_color(const char *what, const char *text, int *out);
 ** radiance.conf(5)); RAD_E_ARG for an unknown key or a bad value. */
 int rad_settings_set(RadSettings *s, const char *key, const char *value, const char *where);
 
+/* ------------------------------------------------------------ shared flags */
+
+/* The flags run and chat share, each over the setting of the same meaning:
+** RAD_SETTINGS_OPTIONS goes into a command's getopt_long table (its short
+** letters n c b t q into the optstring), and rad_settings_option applies
+** what getopt_long returned for one of them. */
+enum {
+    RAD_OPT_TEMP = 1000, RAD_OPT_TOP_K, RAD_OPT_TOP_P, RAD_OPT_MIN_P, RAD_OPT_REPEAT_PENALTY,
+    RAD_OPT_REPEAT_LAST_N, RAD_OPT_SEED, RAD_OPT_CONTEXT_POLICY, RAD_OPT_REPLY_RESERVE, RAD_OPT_KV_DTYPE,
+    RAD_OPT_KERNELS, RAD_OPT_PLUGINS, RAD_OPT_COLOR, RAD_OPT_OFFLINE, RAD_OPT_THINK, RAD_OPT_NO_THINK
+};
+
+#define RAD_SETTINGS_OPTIONS                                                                                 \
+    {"n-predict", required_argument, 0, 'n'}, {"temp", required_argument, 0, RAD_OPT_TEMP},                  \
+        {"top-k", required_argument, 0, RAD_OPT_TOP_K}, {"top-p", required_argument, 0, RAD_OPT_TOP_P},     \
+        {"min-p", required_argument, 0, RAD_OPT_MIN_P},                                                      \
+        {"repeat-penalty", required_argument, 0, RAD_OPT_REPEAT_PENALTY},                                    \
+        {"repeat-last-n", required_argument, 0, RAD_OPT_REPEAT_LAST_N},                                      \
+        {"seed", required_argument, 0, RAD_OPT_SEED}, {"ctx", required_argument, 0, 'c'},                    \
+        {"context-policy", required_argument, 0, RAD_OPT_CONTEXT_POLICY},                                    \
+        {"reply-reserve", required_argument, 0, RAD_OPT_REPLY_RESERVE}, {"batch", required_argument, 0, 'b'}, \
+        {"kv-dtype", required_argument, 0, RAD_OPT_KV_DTYPE}, {"kernels", required_argument, 0, RAD_OPT_KERNELS}, \
+        {"threads", required_argument, 0, 't'}, {"plugins", required_argument, 0, RAD_OPT_PLUGINS},          \
+        {"color", required_argument, 0, RAD_OPT_COLOR}, {"offline", no_argument, 0, RAD_OPT_OFFLINE},        \
+        {"quiet", no_argument, 0, 'q'}, {"think", no_argument, 0, RAD_OPT_THINK},                            \
+        {"no-think", no_argument, 0, RAD_OPT_NO_THINK}
+
+/* Apply option c with its argument arg (kept as a pointer, as optarg is).
+** Returns 1, with *rc the outcome, when c is one of RAD_SETTINGS_OPTIONS;
+** 0 (and *rc untouched) otherwise. */
+int rad_settings_option(RadSettings *s, int c, const char *arg, int *rc);
+
 #endif /* RAD_CONFIG_H */

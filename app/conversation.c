@@ -453,24 +453,19 @@ static int stopped(const RadConvCallbacks *cb)
 
 /* ------------------------------------------------------------ the reply */
 
-typedef struct Growing {
-    char *data;
-    size_t len, cap;
-} Growing;
-
-static int grow_append(Growing *g, const char *text, size_t n)
+int rad_conv_buf_add(RadConvBuf *b, const char *s, size_t n)
 {
-    if (g->len + n + 1 > g->cap) {
-        size_t cap = g->cap ? g->cap : 256;
-        while (cap < g->len + n + 1) cap *= 2;
-        char *grown = realloc(g->data, cap);
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *grown = realloc(b->data, cap);
         if (!grown) return RAD_E_NOMEM;
-        g->data = grown;
-        g->cap = cap;
+        b->data = grown;
+        b->cap = cap;
     }
-    memcpy(g->data + g->len, text, n);
-    g->len += n;
-    g->data[g->len] = 0;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = 0;
     return RAD_OK;
 }
 
@@ -479,7 +474,7 @@ static int grow_append(Growing *g, const char *text, size_t n)
 ** once, so every tool-call emit is one call. */
 typedef struct ReplySink {
     const RadConvCallbacks *cb;
-    Growing content, reasoning;
+    RadConvBuf content, reasoning;
     RadConvMessage *tool_owner;     /* collects the tool calls */
     int failed;                     /* an allocation failed */
 } ReplySink;
@@ -491,7 +486,7 @@ static void sink_emit(void *user, RadReplyPart part, const char *text, size_t n)
         if (push_tool_call(k->tool_owner, text, n)) k->failed = 1;
     } else if (n == 0) {
         return;
-    } else if (grow_append(part == RAD_REPLY_REASONING ? &k->reasoning : &k->content, text, n)) {
+    } else if (rad_conv_buf_add(part == RAD_REPLY_REASONING ? &k->reasoning : &k->content, text, n)) {
         k->failed = 1;
     }
     if (k->cb && k->cb->on_part) k->cb->on_part(k->cb->user, part, text, n);

@@ -204,4 +204,14 @@ int rad_conv_snapshot(const RadConv *c, void **blob, size_t *size);
 ** message as a notice and carry on. */
 int rad_conv_restore(RadConv *c, const void *blob, size_t size, const int32_t *tokens, int n);
 
+/* A growing NUL-terminated string: the reply's parts here, run's prompt. */
+typedef struct RadConvBuf {
+    char *data; /* NULL until the first append */
+    size_t len, cap;
+} RadConvBuf;
+
+/* Append n bytes of s, keeping a NUL after them.  RAD_E_NOMEM, with no
+** message set (the caller says what it was reading), when memory runs out. */
+int rad_conv_buf_add(RadConvBuf *b, const char *s, size_t n);
+
 #endif /* RAD_CONVERSATION_H */

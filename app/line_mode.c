@@ -411,11 +411,7 @@ int rad_line_mode_run(RadChat *c)
     c->ui = &line_ops;
     c->ui_data = &l;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);      /* no SA_RESTART: a waiting read returns */
+    rad_chat_catch_sigint(on_sigint); /* no SA_RESTART: a waiting read returns */
 
     rad_chat_open_db(c);
     if (l.tty_in) rad_history_open();

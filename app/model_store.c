@@ -14,6 +14,7 @@
 
 #include "../engine/include/radiance.h"
 #include "hub.h"
+#include "session_db.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,17 +59,9 @@ int rad_store_open(RadStore **out)
     *out = NULL;
     RadStore *s = calloc(1, sizeof *s);
     if (!s) return rad_error_set(RAD_E_NOMEM, "out of memory");
-    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-    int rc = RAD_OK, n;
-    if (xdg && *xdg)
-        n = asprintf(&s->dir, "%s/radiance", xdg);
-    else if (home && *home)
-        n = asprintf(&s->dir, "%s/.local/share/radiance", home);
-    else {
-        free(s);
-        return rad_error_set(RAD_E_NOTFOUND, "cannot place the model store: set XDG_DATA_HOME or HOME");
-    }
-    if (n < 0 || asprintf(&s->db_path, "%s/radiance.db", s->dir) < 0) {
+    int rc = rad_data_dir("model store", &s->dir);
+    if (rc) goto fail;
+    if (asprintf(&s->db_path, "%s/radiance.db", s->dir) < 0) {
         s->db_path = NULL;
         rc = rad_error_set(RAD_E_NOMEM, "out of memory");
         goto fail;

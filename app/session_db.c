@@ -125,17 +125,34 @@ int rad_sdb_valid_json(const char *text, int want_array)
 
 /* ================================================================ opening */
 
-int rad_sdb_default_path(char **out)
+int rad_data_dir(const char *what, char **out)
 {
     *out = NULL;
     const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
     int n;
     if (xdg && *xdg)
-        n = asprintf(out, "%s/radiance/radiance.db", xdg);
+        n = asprintf(out, "%s/radiance", xdg);
     else if (home && *home)
-        n = asprintf(out, "%s/.local/share/radiance/radiance.db", home);
+        n = asprintf(out, "%s/.local/share/radiance", home);
     else
-        return rad_error_set(RAD_E_NOTFOUND, "cannot place the session database: set XDG_DATA_HOME or HOME");
+        return rad_error_set(RAD_E_NOTFOUND, "cannot place the %s: set XDG_DATA_HOME or HOME", what);
+    if (n < 0) {
+        *out = NULL;
+        return rad_error_set(RAD_E_NOMEM, "out of memory");
+    }
+    return RAD_OK;
+}
+
+int rad_sdb_default_path(char **out)
+{
+    char *dir;
+    int rc = rad_data_dir("session database", &dir);
+    if (rc) {
+        *out = NULL;
+        return rc;
+    }
+    int n = asprintf(out, "%s/radiance.db", dir);
+    free(dir);
     if (n < 0) {
         *out = NULL;
         return rad_error_set(RAD_E_NOMEM, "out of memory");

@@ -46,9 +46,12 @@ typedef struct RadSessionDb RadSessionDb;
 
 /* ------------------------------------------------------------ the database */
 
-/* The default database path (malloc'd): $XDG_DATA_HOME/radiance/radiance.db,
-** else $HOME/.local/share/radiance/radiance.db.  RAD_E_NOTFOUND when
-** neither variable is set. */
+/* radiance's data folder (malloc'd), where the database and the converted
+** models live: $XDG_DATA_HOME/radiance, else $HOME/.local/share/radiance.
+** RAD_E_NOTFOUND ("cannot place the WHAT: set XDG_DATA_HOME or HOME") when
+** neither variable is set.  model_store.c places its folder with it too. */
+int rad_data_dir(const char *what, char **out);
+/* The default database path (malloc'd): rad_data_dir's folder/radiance.db. */
 int rad_sdb_default_path(char **out);
 
 /* Open (creating the file and its folder when missing) the database at

@@ -329,12 +329,23 @@ typedef struct Candidate {
     char model_id[72]; /* for the notice (ids are 64 characters) */
 } Candidate;
 
-static int candidates(RadSessionDb *db, sqlite3_stmt *st, Candidate **out, int *n)
+/* Read the rows of st (id, n_tokens, model_id, mine[, prefix_sha256]) and
+** finalize it.  With ids, a row is kept only when its prefix hash is the
+** hash of its first n_tokens ids. */
+static int candidates(RadSessionDb *db, sqlite3_stmt *st, const uint8_t *ids, Candidate **out, int *n)
 {
     *out = NULL;
     *n = 0;
     int cap = 0, src, rc = RAD_OK;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        int k = sqlite3_column_int(st, 1);
+        if (ids) {
+            char hex[65];
+            const unsigned char *key = sqlite3_column_text(st, 4);
+            if (k <= 0 || !key) continue;
+            sha256_hex(ids, (size_t)k * 4, hex);
+            if (strcmp(hex, (const char *)key) != 0) continue;
+        }
         if (*n == cap) {
             cap = cap ? 2 * cap : 8;
             Candidate *nv = realloc(*out, (size_t)cap * sizeof *nv);
@@ -346,7 +357,7 @@ static int candidates(RadSessionDb *db, sqlite3_stmt *st, Candidate **out, int *
         }
         Candidate *c = &(*out)[(*n)++];
         c->id = sqlite3_column_int64(st, 0);
-        c->n_tokens = sqlite3_column_int(st, 1);
+        c->n_tokens = k;
         const unsigned char *m = sqlite3_column_text(st, 2);
         snprintf(c->model_id, sizeof c->model_id, "%s", m ? (const char *)m : "");
         c->mine = sqlite3_column_int(st, 3);
@@ -382,6 +393,30 @@ static int try_candidates(RadSessionDb *db, const Candidate *c, int nc, const ui
     return RAD_OK;
 }
 
+/* Try this model's candidates (they come first: the ORDER BY); the others
+** only name the model a snapshot was made by, in a notice that starts with
+** whose ("the session's KV snapshot"); none is the notice when there is no
+** candidate at all. */
+static int pick_candidate(RadSessionDb *db, const Candidate *c, int nc, const uint8_t *want,
+                          const char *model_id, const char *whose, const char *none, RadSnapshot *out,
+                          RadSnapshotStatus *status, char *notice, size_t cap)
+{
+    int nm = 0;
+    while (nm < nc && c[nm].mine) nm++;
+    int rc = try_candidates(db, c, nm, want, out, status, notice, cap);
+    if (!rc && *status != RAD_SNAPSHOT_FOUND) {
+        if (nm < nc) {
+            note(notice, cap, "%s was made by another model or build (model id %.12s, this one %.12s)", whose,
+                 c[nm].model_id, model_id);
+            *status = RAD_SNAPSHOT_IGNORED;
+        } else if (*status == RAD_SNAPSHOT_NONE) {
+            note(notice, cap, "%s", none);
+        }
+        if (*status == RAD_SNAPSHOT_IGNORED) note(notice, cap, "the prompt is evaluated again");
+    }
+    return rc;
+}
+
 int rad_snapshot_find(RadSessionDb *db, const char *model_id, const int32_t *tokens, int n, RadSnapshot *out,
                       RadSnapshotStatus *status, char *notice, size_t cap)
 {
@@ -398,58 +433,19 @@ int rad_snapshot_find(RadSessionDb *db, const char *model_id, const int32_t *tok
     ** candidate matches when its hash is the hash of that many ids. */
     sqlite3_stmt *st;
     Candidate *c = NULL;
-    int nc = 0, nm = 0,
+    int nc = 0,
         rc = rad_sdb_prep(db,
-                          "SELECT id, n_tokens, model_id, prefix_sha256, model_id = ?2 AS mine FROM snapshots"
+                          "SELECT id, n_tokens, model_id, model_id = ?2 AS mine, prefix_sha256 FROM snapshots"
                           " WHERE n_tokens <= ?1 ORDER BY mine DESC, n_tokens DESC, id DESC",
                           &st, "looking up KV snapshots");
     if (!rc) {
         sqlite3_bind_int(st, 1, n);
         rad_sdb_bind_text(st, 2, model_id);
-        int cap2 = 0, src;
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            int k = sqlite3_column_int(st, 1);
-            char hex[65];
-            const unsigned char *key = sqlite3_column_text(st, 3);
-            if (k <= 0 || !key) continue;
-            sha256_hex(ids, (size_t)k * 4, hex);
-            if (strcmp(hex, (const char *)key) != 0) continue;
-            if (nc == cap2) {
-                cap2 = cap2 ? 2 * cap2 : 8;
-                Candidate *nv = realloc(c, (size_t)cap2 * sizeof *nv);
-                if (!nv) {
-                    rc = rad_error_set(RAD_E_NOMEM, "out of memory");
-                    break;
-                }
-                c = nv;
-            }
-            c[nc].id = sqlite3_column_int64(st, 0);
-            c[nc].n_tokens = k;
-            const unsigned char *m = sqlite3_column_text(st, 2);
-            snprintf(c[nc].model_id, sizeof c[nc].model_id, "%s", m ? (const char *)m : "");
-            c[nc].mine = sqlite3_column_int(st, 4);
-            nc++;
-        }
-        if (!rc && src != SQLITE_DONE) rc = rad_sdb_fail(db, "looking up KV snapshots");
-        sqlite3_finalize(st);
+        rc = candidates(db, st, ids, &c, &nc);
     }
-    /* This model's matches come first (the ORDER BY); the others only name
-    ** the model a snapshot of this conversation was made by. */
-    while (nm < nc && c[nm].mine) nm++;
-    if (!rc) rc = try_candidates(db, c, nm, ids, out, status, notice, cap);
-    if (!rc && *status != RAD_SNAPSHOT_FOUND) {
-        if (nm < nc) {
-            note(notice, cap,
-                 "the KV snapshot of this conversation was made by another model or build (model id %.12s, "
-                 "this "
-                 "one %.12s)",
-                 c[nm].model_id, model_id);
-            *status = RAD_SNAPSHOT_IGNORED;
-        } else if (*status == RAD_SNAPSHOT_NONE) {
-            note(notice, cap, "no KV snapshot of this conversation for this model");
-        }
-        if (*status == RAD_SNAPSHOT_IGNORED) note(notice, cap, "the prompt is evaluated again");
-    }
+    if (!rc)
+        rc = pick_candidate(db, c, nc, ids, model_id, "the KV snapshot of this conversation",
+                            "no KV snapshot of this conversation for this model", out, status, notice, cap);
     free(c);
     free(ids);
     return rc;
@@ -471,23 +467,11 @@ int rad_snapshot_find_session(RadSessionDb *db, const char *session_id, const ch
     rad_sdb_bind_text(st, 1, session_id);
     rad_sdb_bind_text(st, 2, model_id);
     Candidate *c;
-    int nc, nm = 0;
-    rc = candidates(db, st, &c, &nc);
+    int nc;
+    rc = candidates(db, st, NULL, &c, &nc);
     if (rc) return rc;
-    while (nm < nc && c[nm].mine) nm++;
-    rc = try_candidates(db, c, nm, NULL, out, status, notice, cap);
-    if (!rc && *status != RAD_SNAPSHOT_FOUND) {
-        if (nm < nc) {
-            note(notice, cap,
-                 "the session's KV snapshot was made by another model or build (model id %.12s, this one "
-                 "%.12s)",
-                 c[nm].model_id, model_id);
-            *status = RAD_SNAPSHOT_IGNORED;
-        } else if (*status == RAD_SNAPSHOT_NONE) {
-            note(notice, cap, "no KV snapshot saved for this session and model");
-        }
-        if (*status == RAD_SNAPSHOT_IGNORED) note(notice, cap, "the prompt is evaluated again");
-    }
+    rc = pick_candidate(db, c, nc, NULL, model_id, "the session's KV snapshot",
+                        "no KV snapshot saved for this session and model", out, status, notice, cap);
     free(c);
     return rc;
 }

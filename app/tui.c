@@ -615,11 +615,7 @@ int rad_tui_run(RadChat *c)
     c->ui = &tui_ops;
     c->ui_data = &u;
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);      /* no SA_RESTART: a waiting read returns */
+    rad_chat_catch_sigint(on_sigint); /* no SA_RESTART: a waiting read returns */
 
     if (screen_start(&u)) {
         fprintf(stderr, "radiance chat: cannot start the terminal UI (TERM=%s); try --plain\n",
