@@ -30,6 +30,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../ref/ref_internal.h"
 #include "cpu_internal.h"
 
 #define ROW_ALIGN 64                    /* converted rows start on cache lines */
@@ -77,32 +78,12 @@ size_t cpu_logits_gemm_scratch(const RadKernelArgs *a)
 
 /* ------------------------------------------------------------ checks */
 
-/* The same checks, and codes, as the reference (kernels/ref/ref_common.c). */
-static int check_act(const RadTensor *t, int64_t rows, int64_t cols)
-{
-    if (!t->data) return RAD_E_ARG;
-    if (t->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-    if (t->row_bytes % (int64_t)sizeof(float)) return RAD_E_SHAPE;
-    if (rows > 1 && t->row_bytes < cols * (int64_t)sizeof(float)) return RAD_E_SHAPE;
-    if (t->rank >= 1 && t->shape[0] < rows) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
+/* ref's checks and codes (kernels/ref/ref_internal.h); a weight is served
+** when this library has a dot product for its encoding. */
 static int check_weight(const RadTensor *w, int64_t rows, int64_t cols)
 {
-    if (!w->data) return RAD_E_ARG;
-    if (w->enc < 0 || w->enc >= RAD_ENC_COUNT || !cpu_enc[w->enc].dot) return RAD_E_UNSUPPORTED;
-    if (w->rank == 1) {
-        if (rows != 1 || w->shape[0] != cols) return RAD_E_SHAPE;
-    } else if (w->rank == 2) {
-        if (w->shape[0] != rows || w->shape[1] != cols) return RAD_E_SHAPE;
-    } else {
-        return RAD_E_SHAPE;
-    }
-    int64_t need = rad_encoding_row_bytes(w->enc, cols);
-    if (need < 0) return RAD_E_SHAPE;
-    if (rows > 1 && w->row_bytes < need) return RAD_E_SHAPE;
-    return RAD_OK;
+    int served = w->enc >= 0 && w->enc < RAD_ENC_COUNT && cpu_enc[w->enc].dot;
+    return ref_check_weight_served(w, served, rows, cols);
 }
 
 /* --------------------------------------------------------------- jobs */
@@ -224,7 +205,7 @@ static int gemm(const RadKernelArgs *a, int64_t N, int64_t K, int64_t enc, const
     int rc;
 
     if (M <= 0 || N <= 0 || K <= 0) return RAD_E_SHAPE;
-    if ((rc = check_act(x, M, K)) || (rc = check_weight(w, N, K)) || (rc = check_act(out, M, N))) return rc;
+    if ((rc = ref_check_act(x, M, K)) || (rc = check_weight(w, N, K)) || (rc = ref_check_act(out, M, N))) return rc;
     if (w->enc != enc) return RAD_E_ARG;
     if (bias && bias->data) {
         if (bias->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;

@@ -34,6 +34,7 @@
 
 #include "../../base/rad_types.h"
 #include "../ref/rad_dequant.h"
+#include "../ref/ref_internal.h"
 #include "cpu_internal.h"
 
 #pragma GCC visibility push(hidden)
@@ -132,50 +133,14 @@ static inline const CpuAttnOps *cpu_attn(void)
 
 /* ------------------------------------------------------------ arguments */
 
-/* The rows of this step, the op's ranged parameter. */
-static inline int64_t cpu_rows(const RadKernelArgs *a) { return a->param[RAD_P_M].i; }
+/* ref_rows, ref_row and the argument checks are ref's own
+** (kernels/ref/ref_internal.h), so that a kernel ref refuses is refused here
+** with the same code. */
 
-/* Row r of an f32 activation (rows are row_bytes apart, not packed). */
-static inline float *cpu_row(const RadTensor *t, int64_t r)
+/* Row j of a key or value chunk whose rows are stride bytes apart. */
+static inline __attribute__((always_inline)) const void *cpu_row_at(const void *base, size_t stride, int j)
 {
-    return (float *)(void *)((char *)t->data + r * t->row_bytes);
-}
-
-/* The checks ref makes (kernels/ref/ref_common.c), with the same answers:
-** a kernel that ref refuses is refused here with the same code. */
-static inline int cpu_check_act(const RadTensor *t, int64_t rows, int64_t cols)
-{
-    if (!t->data) return RAD_E_ARG;
-    if (t->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-    if (t->row_bytes % (int64_t)sizeof(float)) return RAD_E_SHAPE;
-    if (rows > 1 && t->row_bytes < cols * (int64_t)sizeof(float)) return RAD_E_SHAPE;
-    if (t->rank >= 1 && t->shape[0] < rows) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
-static inline int cpu_check_index(const RadTensor *t, int64_t n)
-{
-    if (!t->data) return RAD_E_ARG;
-    if (t->enc != RAD_ENC_I32) return RAD_E_UNSUPPORTED;
-    if (t->rank >= 1 && t->shape[0] < n) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
-static inline int cpu_check_weight(const RadTensor *w, int64_t rows, int64_t cols)
-{
-    if (!w->data) return RAD_E_ARG;
-    if (!rad_dequant_supported(w->enc)) return RAD_E_UNSUPPORTED;
-    if (w->rank == 1) {
-        if (rows != 1 || w->shape[0] != cols) return RAD_E_SHAPE;
-    } else if (w->rank == 2) {
-        if (w->shape[0] != rows || w->shape[1] != cols) return RAD_E_SHAPE;
-    } else {
-        return RAD_E_SHAPE;
-    }
-    int64_t need = rad_encoding_row_bytes(w->enc, cols);
-    if (need < 0) return RAD_E_SHAPE;
-    if (rows > 1 && w->row_bytes < need) return RAD_E_SHAPE;
-    return RAD_OK;
+    return (const char *)base + (size_t)j * stride;
 }
 
 /* Weights are decoded this many elements at a time into a stack buffer when

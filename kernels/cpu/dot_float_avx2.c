@@ -12,25 +12,30 @@
 ** latency-bound for a lone dot, so the driver calls the tile even for one
 ** activation row: C weight rows give C independent chains.
 **
-** The tile is at most 4 activation rows x 3 weight rows: 12 accumulators
+** The loop is dot_float_simd.h's; this file gives it 8-lane steps.  The
+** tile is at most 4 activation rows x 3 weight rows: 12 accumulators
 ** and 3 weight registers of the 16 ymm registers, the activation loaded
 ** (and widened) once per step and used for 3 FMAs.
 */
 #if defined(__x86_64__)
 #include <immintrin.h>
-#include <string.h>
 
-#include "../../base/rad_half.h"
 #include "cpu_internal.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define TILE_ACT 4
 #define TILE_W 3
+#define TILE_ISA "avx2"
 
 enum { F32, F16, BF16 };
 
+typedef __m256 FloatVec;
+
+ALWAYS_INLINE __m256 vec_zero(void) { return _mm256_setzero_ps(); }
+#define STEP(type) 8
+
 /* Eight elements from k on, widened to f32. */
-ALWAYS_INLINE __m256 load8(const int type, const unsigned char *p, int64_t k)
+ALWAYS_INLINE __m256 load_step(const int type, const unsigned char *p, int64_t k)
 {
     switch (type) {
     case F32: return _mm256_loadu_ps((const float *)(const void *)(p + 4 * k));
@@ -41,15 +46,10 @@ ALWAYS_INLINE __m256 load8(const int type, const unsigned char *p, int64_t k)
     }
 }
 
-ALWAYS_INLINE float load1(const int type, const unsigned char *p, int64_t k)
+ALWAYS_INLINE __m256 step_fma(const int type, __m256 w, __m256 a, __m256 acc)
 {
-    uint16_t h;
-    float f;
-    switch (type) {
-    case F32: memcpy(&f, p + 4 * k, 4); return f;
-    case F16: memcpy(&h, p + 2 * k, 2); return rad_f16_to_f32(h);
-    default: memcpy(&h, p + 2 * k, 2); return rad_bf16_to_f32(h);
-    }
+    (void)type;
+    return _mm256_fmadd_ps(w, a, acc);
 }
 
 ALWAYS_INLINE float hsum(__m256 v)
@@ -60,78 +60,17 @@ ALWAYS_INLINE float hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-/* out[r * os + c] = dot(activation row r, weight row c) for r < R, c < C. */
-ALWAYS_INLINE void tile_rc(const int type, const int R, const int C, int64_t K, const unsigned char *w,
-                           size_t ws, const unsigned char *a, size_t as, float *out, size_t os)
-{
-    __m256 acc[TILE_ACT][TILE_W];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 8 <= K; k += 8) {
-        __m256 wv[TILE_W];
-        for (int c = 0; c < C; c++) wv[c] = load8(type, w + c * ws, k);
-        for (int r = 0; r < R; r++) {
-            __m256 av = load8(type, a + r * as, k);
-            for (int c = 0; c < C; c++) acc[r][c] = _mm256_fmadd_ps(wv[c], av, acc[r][c]);
-        }
-    }
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) {
-            float tail = 0.0f;
-            for (int64_t t = k; t < K; t++) tail += load1(type, w + c * ws, t) * load1(type, a + r * as, t);
-            out[r * os + c] = hsum(acc[r][c]) + tail;
-        }
-}
+#include "dot_float_simd.h"
 
-ALWAYS_INLINE void tile_any(const int type, int64_t K, const void *w, size_t ws, int n_w, const void *a,
-                            size_t as, int n_act, float *out, size_t os)
-{
-#define RC(R, C) tile_rc(type, R, C, K, w, ws, a, as, out, os)
-    switch (n_act * 8 + n_w) {
-    case 011: RC(1, 1); break;
-    case 012: RC(1, 2); break;
-    case 013: RC(1, 3); break;
-    case 021: RC(2, 1); break;
-    case 022: RC(2, 2); break;
-    case 023: RC(2, 3); break;
-    case 031: RC(3, 1); break;
-    case 032: RC(3, 2); break;
-    case 033: RC(3, 3); break;
-    case 041: RC(4, 1); break;
-    case 042: RC(4, 2); break;
-    case 043: RC(4, 3); break;
-    default: break;         /* the driver never asks for more than TILE_ACT x TILE_W */
-    }
-#undef RC
-}
-
-#define FAMILY(name, type)                                                                     \
-    static void dot_##name(int64_t K, const void *w, const void *a, float *out)                \
-    {                                                                                          \
-        tile_rc(type, 1, 1, K, w, 0, a, 0, out, 0);                                            \
-    }                                                                                          \
-    static void tile_##name(int64_t K, const void *w, size_t ws, int n_w, const void *a, size_t as, \
-                            int n_act, float *out, size_t os)                                  \
-    {                                                                                          \
-        tile_any(type, K, w, ws, n_w, a, as, n_act, out, os);                                  \
-    }
-
-FAMILY(f32, F32)
-FAMILY(f16, F16)
-FAMILY(bf16, BF16)
-
-static void set(int enc, int act, CpuDotFn dot, CpuDotTileFn tile)
-{
-    cpu_enc[enc] = (CpuEncKernels){.act_fmt = act, .dot = dot, .tile = tile, .tile_act = TILE_ACT,
-                                   .tile_w = TILE_W, .isa = "avx2"};
-}
+CPU_DOT_KIND(f32, F32)
+CPU_DOT_KIND(f16, F16)
+CPU_DOT_KIND(bf16, BF16)
 
 void cpu_fill_float_avx2(void)
 {
     cpu_act_quant[CPU_ACT_F16] = cpu_act_f16_avx2;
-    set(RAD_ENC_F32, CPU_ACT_F32, dot_f32, tile_f32);
-    set(RAD_ENC_F16, CPU_ACT_F16, dot_f16, tile_f16);
-    set(RAD_ENC_BF16, CPU_ACT_BF16, dot_bf16, tile_bf16);
+    tile_set(RAD_ENC_F32, CPU_ACT_F32, dot_f32, tile_f32);
+    tile_set(RAD_ENC_F16, CPU_ACT_F16, dot_f16, tile_f16);
+    tile_set(RAD_ENC_BF16, CPU_ACT_BF16, dot_bf16, tile_bf16);
 }
 #endif

@@ -126,42 +126,8 @@ INLINE void k4_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act_
     for (int r = 0; r < NA; r++) out[r * out_stride] = hsum8(acc[r]) - hsum8(accm[r]);
 }
 
-/* The dot and tile entry points of a row kernel rows(..., NA, ..., extra):
-** the dot is one activation row; a tile is each weight row against groups of
-** up to TILE_ACT activation rows, NA a constant in each call. */
-#define ENTRY_POINTS(name, rows, extra)                                                                      \
-    static void dot_##name(int64_t K, const void *w_row, const void *act_row, float *out)                    \
-    {                                                                                                        \
-        rows(K, w_row, act_row, 0, 1, out, 0, extra);                                                        \
-    }                                                                                                        \
-    static void tile_##name(int64_t K, const void *w, size_t w_stride, int n_w, const void *act,             \
-                            size_t act_stride, int n_act, float *out, size_t out_stride)                     \
-    {                                                                                                        \
-        for (int c = 0; c < n_w; c++) {                                                                      \
-            const uint8_t *wc = (const uint8_t *)w + c * w_stride;                                           \
-            for (int r0 = 0; r0 < n_act; r0 += TILE_ACT) {                                                   \
-                const uint8_t *a = (const uint8_t *)act + r0 * act_stride;                                   \
-                float *o = out + r0 * out_stride + c;                                                        \
-                switch (n_act - r0 < TILE_ACT ? n_act - r0 : TILE_ACT) {                                     \
-                case 1:                                                                                      \
-                    rows(K, wc, a, act_stride, 1, o, out_stride, extra);                                     \
-                    break;                                                                                   \
-                case 2:                                                                                      \
-                    rows(K, wc, a, act_stride, 2, o, out_stride, extra);                                     \
-                    break;                                                                                   \
-                case 3:                                                                                      \
-                    rows(K, wc, a, act_stride, 3, o, out_stride, extra);                                     \
-                    break;                                                                                   \
-                default:                                                                                     \
-                    rows(K, wc, a, act_stride, 4, o, out_stride, extra);                                     \
-                    break;                                                                                   \
-                }                                                                                            \
-            }                                                                                                \
-        }                                                                                                    \
-    }
-
-ENTRY_POINTS(q4_k, k4_rows, 0)
-ENTRY_POINTS(q5_k, k4_rows, 1)
+KQ_ENTRY_POINTS(q4_k, k4_rows, 0)
+KQ_ENTRY_POINTS(q5_k, k4_rows, 1)
 
 /* ------------------------------------------------------------------ q6_k */
 
@@ -218,7 +184,7 @@ INLINE void q6k_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act
     for (int r = 0; r < NA; r++) out[r * out_stride] = hsum8(acc[r]);
 }
 
-ENTRY_POINTS(q6_k, q6k_rows, 0)
+KQ_ENTRY_POINTS(q6_k, q6k_rows, 0)
 
 /* ------------------------------------------------------------ q2_k, q3_k */
 

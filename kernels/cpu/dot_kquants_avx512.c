@@ -151,39 +151,13 @@ INLINE void q6k_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act
 
 /* ------------------------------------------------------- entry points */
 
-#define ENTRY_POINTS(name, rows)                                                                             \
-    static void dot_##name(int64_t K, const void *w_row, const void *act_row, float *out)                    \
-    {                                                                                                        \
-        rows(K, w_row, act_row, 0, 1, out, 0);                                                               \
-    }                                                                                                        \
-    static void tile_##name(int64_t K, const void *w, size_t w_stride, int n_w, const void *act,             \
-                            size_t act_stride, int n_act, float *out, size_t out_stride)                     \
-    {                                                                                                        \
-        for (int c = 0; c < n_w; c++) {                                                                      \
-            const uint8_t *wc = (const uint8_t *)w + c * w_stride;                                           \
-            for (int r0 = 0; r0 < n_act; r0 += TILE_ACT) {                                                   \
-                const uint8_t *a = (const uint8_t *)act + r0 * act_stride;                                   \
-                float *o = out + r0 * out_stride + c;                                                        \
-                switch (n_act - r0 < TILE_ACT ? n_act - r0 : TILE_ACT) {                                     \
-                case 1:                                                                                      \
-                    rows(K, wc, a, act_stride, 1, o, out_stride);                                            \
-                    break;                                                                                   \
-                case 2:                                                                                      \
-                    rows(K, wc, a, act_stride, 2, o, out_stride);                                            \
-                    break;                                                                                   \
-                case 3:                                                                                      \
-                    rows(K, wc, a, act_stride, 3, o, out_stride);                                            \
-                    break;                                                                                   \
-                default:                                                                                     \
-                    rows(K, wc, a, act_stride, 4, o, out_stride);                                            \
-                    break;                                                                                   \
-                }                                                                                            \
-            }                                                                                                \
-        }                                                                                                    \
-    }
+/* The row kernels here take no `extra`; KQ_ENTRY_POINTS (kquants_x86.h)
+** passes one. */
+#define Q4K_ROWS(K, w, a, as, NA, o, os, extra) q4k_rows(K, w, a, as, NA, o, os)
+#define Q6K_ROWS(K, w, a, as, NA, o, os, extra) q6k_rows(K, w, a, as, NA, o, os)
 
-ENTRY_POINTS(q4_k, q4k_rows)
-ENTRY_POINTS(q6_k, q6k_rows)
+KQ_ENTRY_POINTS(q4_k, Q4K_ROWS, 0)
+KQ_ENTRY_POINTS(q6_k, Q6K_ROWS, 0)
 
 void cpu_fill_kquants_avx512(void)
 {

@@ -38,35 +38,11 @@
 #include "cpu_internal.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define QK 32
 #define TILE_ACT 4
 #define TILE_W 4
+#define TILE_ISA "avx2"
 
-enum { Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, Q4_1, Q5_1 };
-
-static const int block_bytes[] = {34, 18, 22, 18, 17, 20, 24};
-
-ALWAYS_INLINE int signed_kind(const int kind) { return kind == Q8_0 || kind == IQ4_NL || kind == MXFP4; }
-ALWAYS_INLINE int offset_of(const int kind) { return kind == Q4_0 ? 8 : kind == Q5_0 ? 16 : 0; }
-ALWAYS_INLINE int has_min(const int kind) { return kind == Q4_1 || kind == Q5_1; }
-
-/* An f16 at p, broadcast to 8 f32 lanes. */
-ALWAYS_INLINE __m256 half_bcast(const unsigned char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _mm256_cvtph_ps(_mm_set1_epi16((short)h));
-}
-
-/* 16 code bytes in nibble order to 32 bytes in element order: low nibbles
-** are elements 0..15, high nibbles 16..31. */
-ALWAYS_INLINE __m256i nibbles(const unsigned char *qs)
-{
-    /* the 16 bytes in both halves, the upper half shifted right by 4 */
-    __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)qs));
-    v = _mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4));
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
-}
+#include "dot_q32_kinds.h"
 
 /* The 32 fifth bits (bit j of a little-endian u32 belongs to element j) as
 ** 0x10 in byte j where set. */
@@ -80,15 +56,6 @@ ALWAYS_INLINE __m256i fifth_bits(const unsigned char *qh)
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
     __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
     return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
-}
-
-/* mxfp4's 2^(e - 128) (dequant.c). */
-ALWAYS_INLINE float e8m0_half(unsigned e)
-{
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
 }
 
 typedef struct WBlock {
@@ -122,22 +89,16 @@ ALWAYS_INLINE WBlock load_w(const int kind, const unsigned char *b)
         w.d = half_bcast(b);
         w.u = _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2));
         break;
-    case IQ4_NL: {
-        const __m256i grid = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
-                                              -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    case IQ4_NL:
         w.d = half_bcast(b);
-        w.q = _mm256_shuffle_epi8(grid, nibbles(b + 2));
+        w.q = iq4_nl_codes(b + 2);
         w.u = _mm256_sign_epi8(w.q, w.q);
         break;
-    }
-    case MXFP4: {
-        const __m256i e2m1 = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
-                                              0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    case MXFP4:
         w.d = _mm256_set1_ps(e8m0_half(b[0]));
-        w.q = _mm256_shuffle_epi8(e2m1, nibbles(b + 1));
+        w.q = mxfp4_codes(b + 1);
         w.u = _mm256_sign_epi8(w.q, w.q);
         break;
-    }
     case Q4_1:
         w.d = half_bcast(b);
         w.u = nibbles(b + 4);
@@ -298,41 +259,15 @@ ALWAYS_INLINE void tile_any(const int kind, int64_t K, const unsigned char *w, s
 #undef RC
 }
 
-#define KIND(name, kind)                                                                       \
-    static void dot_##name(int64_t K, const void *w, const void *a, float *out)                \
-    {                                                                                          \
-        tile_rc(kind, 1, 1, K / QK, w, 0, a, 0, out, 0);                                       \
-    }                                                                                          \
-    static void tile_##name(int64_t K, const void *w, size_t ws, int n_w, const void *a, size_t as, \
-                            int n_act, float *out, size_t os)                                  \
-    {                                                                                          \
-        tile_any(kind, K, w, ws, n_w, a, as, n_act, out, os);                                  \
-    }
+#define TILE_OWN_ANY
+#include "dot_tile.h"
 
-KIND(q8_0, Q8_0)
-KIND(q4_0, Q4_0)
-KIND(q5_0, Q5_0)
-KIND(iq4_nl, IQ4_NL)
-KIND(mxfp4, MXFP4)
-KIND(q4_1, Q4_1)
-KIND(q5_1, Q5_1)
-
-static void set(int enc, int act, CpuDotFn dot, CpuDotTileFn tile)
-{
-    cpu_enc[enc] = (CpuEncKernels){.act_fmt = act, .dot = dot, .tile = tile, .tile_act = TILE_ACT,
-                                   .tile_w = TILE_W, .isa = "avx2"};
-}
+Q32_DOT_KINDS()
 
 void cpu_fill_q32_avx2(void)
 {
     cpu_act_quant[CPU_ACT_Q8_0] = cpu_act_q8_0_avx2;
     cpu_act_quant[CPU_ACT_Q8_1] = cpu_act_q8_1_avx2;
-    set(RAD_ENC_Q8_0, CPU_ACT_Q8_0, dot_q8_0, tile_q8_0);
-    set(RAD_ENC_Q4_0, CPU_ACT_Q8_0, dot_q4_0, tile_q4_0);
-    set(RAD_ENC_Q5_0, CPU_ACT_Q8_0, dot_q5_0, tile_q5_0);
-    set(RAD_ENC_IQ4_NL, CPU_ACT_Q8_0, dot_iq4_nl, tile_iq4_nl);
-    set(RAD_ENC_MXFP4, CPU_ACT_Q8_0, dot_mxfp4, tile_mxfp4);
-    set(RAD_ENC_Q4_1, CPU_ACT_Q8_1, dot_q4_1, tile_q4_1);
-    set(RAD_ENC_Q5_1, CPU_ACT_Q8_1, dot_q5_1, tile_q5_1);
+    Q32_SET_KINDS();
 }
 #endif

@@ -32,32 +32,11 @@
 #include "cpu_internal.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define QK 32
 #define TILE_ACT 4
 #define TILE_W 4
+#define TILE_ISA "avx512"
 
-enum { Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, Q4_1, Q5_1 };
-
-static const int block_bytes[] = {34, 18, 22, 18, 17, 20, 24};
-
-ALWAYS_INLINE int signed_kind(const int kind) { return kind == Q8_0 || kind == IQ4_NL || kind == MXFP4; }
-ALWAYS_INLINE int offset_of(const int kind) { return kind == Q4_0 ? 8 : kind == Q5_0 ? 16 : 0; }
-ALWAYS_INLINE int has_min(const int kind) { return kind == Q4_1 || kind == Q5_1; }
-
-ALWAYS_INLINE __m256 half_bcast(const unsigned char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _mm256_cvtph_ps(_mm_set1_epi16((short)h));
-}
-
-ALWAYS_INLINE __m256i nibbles(const unsigned char *qs)
-{
-    /* the 16 bytes in both halves, the upper half shifted right by 4 */
-    __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)qs));
-    v = _mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4));
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
-}
+#include "dot_q32_kinds.h"
 
 ALWAYS_INLINE __m256i fifth_bits(const unsigned char *qh)
 {
@@ -67,13 +46,9 @@ ALWAYS_INLINE __m256i fifth_bits(const unsigned char *qh)
     return _mm256_maskz_mov_epi8((__mmask32)h, _mm256_set1_epi8(0x10));
 }
 
-ALWAYS_INLINE float e8m0_half(unsigned e)
-{
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
+typedef __m256 Q32Acc;
+
+ALWAYS_INLINE Q32Acc acc_zero(void) { return _mm256_setzero_ps(); }
 
 typedef struct WBlock {
     __m256i q;          /* codes: unsigned for offset/min kinds, signed otherwise */
@@ -105,20 +80,14 @@ ALWAYS_INLINE WBlock load_w(const int kind, const unsigned char *b)
         w.d = half_bcast(b);
         w.q = _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2));
         break;
-    case IQ4_NL: {
-        const __m256i grid = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
-                                              -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    case IQ4_NL:
         w.d = half_bcast(b);
-        w.q = _mm256_shuffle_epi8(grid, nibbles(b + 2));
+        w.q = iq4_nl_codes(b + 2);
         break;
-    }
-    case MXFP4: {
-        const __m256i e2m1 = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
-                                              0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    case MXFP4:
         w.d = _mm256_set1_ps(e8m0_half(b[0]));
-        w.q = _mm256_shuffle_epi8(e2m1, nibbles(b + 1));
+        w.q = mxfp4_codes(b + 1);
         break;
-    }
     case Q4_1:
         w.d = half_bcast(b);
         w.m = half_bcast(b + 2);
@@ -175,86 +144,13 @@ ALWAYS_INLINE float hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-ALWAYS_INLINE void tile_rc(const int kind, const int R, const int C, int64_t nb, const unsigned char *w,
-                           size_t ws, const unsigned char *a, size_t as, float *out, size_t os)
-{
-    const int wb = block_bytes[kind], ab = has_min(kind) ? CPU_Q8_1_BYTES : CPU_Q8_0_BYTES;
-    __m256 acc[TILE_ACT][TILE_W];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        WBlock wv[TILE_W];
-        ABlock av[TILE_ACT];
-        for (int c = 0; c < C; c++) wv[c] = load_w(kind, w + c * ws + b * wb);
-        for (int r = 0; r < R; r++) av[r] = load_a(kind, a + r * as + b * ab);
-        for (int r = 0; r < R; r++)
-            for (int c = 0; c < C; c++) acc[r][c] = pair(kind, &wv[c], &av[r], acc[r][c]);
-    }
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) out[r * os + c] = hsum(acc[r][c]);
-}
+#include "dot_q32_simd.h"
 
-ALWAYS_INLINE void tile_any(const int kind, int64_t K, const unsigned char *w, size_t ws, int n_w,
-                            const unsigned char *a, size_t as, int n_act, float *out, size_t os)
-{
-    const int64_t nb = K / QK;
-#define RC(R, C) tile_rc(kind, R, C, nb, w, ws, a, as, out, os)
-    switch (n_act * 8 + n_w) {
-    case 011: RC(1, 1); break;
-    case 012: RC(1, 2); break;
-    case 013: RC(1, 3); break;
-    case 014: RC(1, 4); break;
-    case 021: RC(2, 1); break;
-    case 022: RC(2, 2); break;
-    case 023: RC(2, 3); break;
-    case 024: RC(2, 4); break;
-    case 031: RC(3, 1); break;
-    case 032: RC(3, 2); break;
-    case 033: RC(3, 3); break;
-    case 034: RC(3, 4); break;
-    case 041: RC(4, 1); break;
-    case 042: RC(4, 2); break;
-    case 043: RC(4, 3); break;
-    case 044: RC(4, 4); break;
-    default: break;
-    }
-#undef RC
-}
-
-#define KIND(name, kind)                                                                       \
-    static void dot_##name(int64_t K, const void *w, const void *a, float *out)                \
-    {                                                                                          \
-        tile_rc(kind, 1, 1, K / QK, w, 0, a, 0, out, 0);                                       \
-    }                                                                                          \
-    static void tile_##name(int64_t K, const void *w, size_t ws, int n_w, const void *a, size_t as, \
-                            int n_act, float *out, size_t os)                                  \
-    {                                                                                          \
-        tile_any(kind, K, w, ws, n_w, a, as, n_act, out, os);                                  \
-    }
-
-KIND(q8_0, Q8_0)
-KIND(q4_0, Q4_0)
-KIND(q5_0, Q5_0)
-KIND(iq4_nl, IQ4_NL)
-KIND(mxfp4, MXFP4)
-KIND(q4_1, Q4_1)
-KIND(q5_1, Q5_1)
-
-static void set(int enc, int act, CpuDotFn dot, CpuDotTileFn tile)
-{
-    cpu_enc[enc] = (CpuEncKernels){.act_fmt = act, .dot = dot, .tile = tile, .tile_act = TILE_ACT,
-                                   .tile_w = TILE_W, .isa = "avx512"};
-}
+Q32_DOT_KINDS()
 
 void cpu_fill_q32_avx512(void)
 {
     if (!cpu_has_avx512_vnni) return;   /* without VNNI the AVX2 kernels are as good */
-    set(RAD_ENC_Q8_0, CPU_ACT_Q8_0, dot_q8_0, tile_q8_0);
-    set(RAD_ENC_Q4_0, CPU_ACT_Q8_0, dot_q4_0, tile_q4_0);
-    set(RAD_ENC_Q5_0, CPU_ACT_Q8_0, dot_q5_0, tile_q5_0);
-    set(RAD_ENC_IQ4_NL, CPU_ACT_Q8_0, dot_iq4_nl, tile_iq4_nl);
-    set(RAD_ENC_MXFP4, CPU_ACT_Q8_0, dot_mxfp4, tile_mxfp4);
-    set(RAD_ENC_Q4_1, CPU_ACT_Q8_1, dot_q4_1, tile_q4_1);
-    set(RAD_ENC_Q5_1, CPU_ACT_Q8_1, dot_q5_1, tile_q5_1);
+    Q32_SET_KINDS();
 }
 #endif

@@ -22,15 +22,11 @@
 #include "cpu_internal.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define QK 32
 #define TILE_ACT 4
 #define TILE_W 4
+#define TILE_ISA "neon"
 
-enum { Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, Q4_1, Q5_1 };
-
-static const int block_bytes[] = {34, 18, 22, 18, 17, 20, 24};
-
-ALWAYS_INLINE int has_min(const int kind) { return kind == Q4_1 || kind == Q5_1; }
+#include "dot_q32_kinds.h"
 
 ALWAYS_INLINE float half_at(const unsigned char *p)
 {
@@ -62,14 +58,9 @@ ALWAYS_INLINE void fifth_bits(const unsigned char *qh, uint8x16_t *lo, uint8x16_
     *hi = vandq_u8(vtstq_u8(vqtbl1q_u8(hb, vld1q_u8(pick_hi)), b), ten);
 }
 
-/* mxfp4's 2^(e - 128) (dequant.c). */
-ALWAYS_INLINE float e8m0_half(unsigned e)
-{
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
+typedef float32x4_t Q32Acc;
+
+ALWAYS_INLINE Q32Acc acc_zero(void) { return vdupq_n_f32(0.0f); }
 
 typedef struct WBlock {
     int8x16_t lo, hi;       /* the signed codes of elements 0..15, 16..31 */
@@ -156,87 +147,16 @@ ALWAYS_INLINE float32x4_t pair(const int kind, const WBlock *w, const ABlock *a,
     return vfmaq_n_f32(acc, vcvtq_f32_s32(p), w->d * a->d);
 }
 
-ALWAYS_INLINE void tile_rc(const int kind, const int R, const int C, int64_t nb, const unsigned char *w,
-                           size_t ws, const unsigned char *a, size_t as, float *out, size_t os)
-{
-    const int wb = block_bytes[kind], ab = has_min(kind) ? CPU_Q8_1_BYTES : CPU_Q8_0_BYTES;
-    float32x4_t acc[TILE_ACT][TILE_W];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) acc[r][c] = vdupq_n_f32(0.0f);
-    for (int64_t b = 0; b < nb; b++) {
-        WBlock wv[TILE_W];
-        ABlock av[TILE_ACT];
-        for (int c = 0; c < C; c++) wv[c] = load_w(kind, w + c * ws + b * wb);
-        for (int r = 0; r < R; r++) av[r] = load_a(kind, a + r * as + b * ab);
-        for (int r = 0; r < R; r++)
-            for (int c = 0; c < C; c++) acc[r][c] = pair(kind, &wv[c], &av[r], acc[r][c]);
-    }
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < C; c++) out[r * os + c] = vaddvq_f32(acc[r][c]);
-}
+ALWAYS_INLINE float hsum(float32x4_t v) { return vaddvq_f32(v); }
 
-ALWAYS_INLINE void tile_any(const int kind, int64_t K, const unsigned char *w, size_t ws, int n_w,
-                            const unsigned char *a, size_t as, int n_act, float *out, size_t os)
-{
-    const int64_t nb = K / QK;
-#define RC(R, C) tile_rc(kind, R, C, nb, w, ws, a, as, out, os)
-    switch (n_act * 8 + n_w) {
-    case 011: RC(1, 1); break;
-    case 012: RC(1, 2); break;
-    case 013: RC(1, 3); break;
-    case 014: RC(1, 4); break;
-    case 021: RC(2, 1); break;
-    case 022: RC(2, 2); break;
-    case 023: RC(2, 3); break;
-    case 024: RC(2, 4); break;
-    case 031: RC(3, 1); break;
-    case 032: RC(3, 2); break;
-    case 033: RC(3, 3); break;
-    case 034: RC(3, 4); break;
-    case 041: RC(4, 1); break;
-    case 042: RC(4, 2); break;
-    case 043: RC(4, 3); break;
-    case 044: RC(4, 4); break;
-    default: break;
-    }
-#undef RC
-}
+#include "dot_q32_simd.h"
 
-#define KIND(name, kind)                                                                       \
-    static void dot_##name(int64_t K, const void *w, const void *a, float *out)                \
-    {                                                                                          \
-        tile_rc(kind, 1, 1, K / QK, w, 0, a, 0, out, 0);                                       \
-    }                                                                                          \
-    static void tile_##name(int64_t K, const void *w, size_t ws, int n_w, const void *a, size_t as, \
-                            int n_act, float *out, size_t os)                                  \
-    {                                                                                          \
-        tile_any(kind, K, w, ws, n_w, a, as, n_act, out, os);                                  \
-    }
-
-KIND(q8_0, Q8_0)
-KIND(q4_0, Q4_0)
-KIND(q5_0, Q5_0)
-KIND(iq4_nl, IQ4_NL)
-KIND(mxfp4, MXFP4)
-KIND(q4_1, Q4_1)
-KIND(q5_1, Q5_1)
-
-static void set(int enc, int act, CpuDotFn dot, CpuDotTileFn tile)
-{
-    cpu_enc[enc] = (CpuEncKernels){.act_fmt = act, .dot = dot, .tile = tile, .tile_act = TILE_ACT,
-                                   .tile_w = TILE_W, .isa = "neon"};
-}
+Q32_DOT_KINDS()
 
 void cpu_fill_q32_neon(void)
 {
     cpu_act_quant[CPU_ACT_Q8_0] = cpu_act_q8_0_neon;
     cpu_act_quant[CPU_ACT_Q8_1] = cpu_act_q8_1_neon;
-    set(RAD_ENC_Q8_0, CPU_ACT_Q8_0, dot_q8_0, tile_q8_0);
-    set(RAD_ENC_Q4_0, CPU_ACT_Q8_0, dot_q4_0, tile_q4_0);
-    set(RAD_ENC_Q5_0, CPU_ACT_Q8_0, dot_q5_0, tile_q5_0);
-    set(RAD_ENC_IQ4_NL, CPU_ACT_Q8_0, dot_iq4_nl, tile_iq4_nl);
-    set(RAD_ENC_MXFP4, CPU_ACT_Q8_0, dot_mxfp4, tile_mxfp4);
-    set(RAD_ENC_Q4_1, CPU_ACT_Q8_1, dot_q4_1, tile_q4_1);
-    set(RAD_ENC_Q5_1, CPU_ACT_Q8_1, dot_q5_1, tile_q5_1);
+    Q32_SET_KINDS();
 }
 #endif

@@ -1,7 +1,8 @@
 /*
 ** kquants_x86.h: the small AVX2 pieces the x86 k-quant files share
 ** (dot_kquants_avx2.c, dot_kquants_avx512.c): loads, horizontal sums, the
-** unpacking of q4_k / q5_k scales and the f32 block factors.  Included only
+** unpacking of q4_k / q5_k scales, the f32 block factors and the dot / tile
+** entry points around a row kernel.  Included only
 ** by files compiled with AVX2 enabled.
 */
 #ifndef CPU_KQUANTS_X86_H
@@ -76,6 +77,41 @@ INLINE __m128 k4_factors(const uint8_t *p, float da)
     memcpy(&dd, p, 4);
     return _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(dd)), _mm_set1_ps(da));
 }
+
+/* The dot and tile entry points of a row kernel rows(..., NA, ..., extra):
+** the dot is one activation row; a tile is each weight row against groups of
+** up to TILE_ACT (the including file's) activation rows, NA a constant in
+** each call. */
+#define KQ_ENTRY_POINTS(name, rows, extra)                                                                   \
+    static void dot_##name(int64_t K, const void *w_row, const void *act_row, float *out)                    \
+    {                                                                                                        \
+        rows(K, w_row, act_row, 0, 1, out, 0, extra);                                                        \
+    }                                                                                                        \
+    static void tile_##name(int64_t K, const void *w, size_t w_stride, int n_w, const void *act,             \
+                            size_t act_stride, int n_act, float *out, size_t out_stride)                     \
+    {                                                                                                        \
+        for (int c = 0; c < n_w; c++) {                                                                      \
+            const uint8_t *wc = (const uint8_t *)w + c * w_stride;                                           \
+            for (int r0 = 0; r0 < n_act; r0 += TILE_ACT) {                                                   \
+                const uint8_t *a = (const uint8_t *)act + r0 * act_stride;                                   \
+                float *o = out + r0 * out_stride + c;                                                        \
+                switch (n_act - r0 < TILE_ACT ? n_act - r0 : TILE_ACT) {                                     \
+                case 1:                                                                                      \
+                    rows(K, wc, a, act_stride, 1, o, out_stride, extra);                                     \
+                    break;                                                                                   \
+                case 2:                                                                                      \
+                    rows(K, wc, a, act_stride, 2, o, out_stride, extra);                                     \
+                    break;                                                                                   \
+                case 3:                                                                                      \
+                    rows(K, wc, a, act_stride, 3, o, out_stride, extra);                                     \
+                    break;                                                                                   \
+                default:                                                                                     \
+                    rows(K, wc, a, act_stride, 4, o, out_stride, extra);                                     \
+                    break;                                                                                   \
+                }                                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
+    }
 
 #endif /* __AVX2__ */
 #endif /* CPU_KQUANTS_X86_H */

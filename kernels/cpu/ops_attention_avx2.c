@@ -19,7 +19,8 @@
 ** for each block shape and key type; `#pragma GCC unroll` keeps the
 ** accumulator arrays in registers at -O2 as at -O3).  A head_dim that is
 ** not a multiple of 8 is finished with masked (or zero-padded) loads, so no
-** scalar path changes a result.
+** scalar path changes a result.  How a tile is cut into blocks is
+** ops_attention_tiles.h's, shared with ops_attention_neon.c.
 */
 #if defined(__x86_64__)
 
@@ -29,11 +30,7 @@
 #include <string.h>
 
 #define INLINE static inline __attribute__((always_inline))
-
-INLINE const void *row_at(const void *base, size_t stride, int j)
-{
-    return (const char *)base + (size_t)j * stride;
-}
+#define ATTN_LANES 8
 
 /* 8 elements of a key or value row from dim d, widened from f16 or not. */
 INLINE __m256 load_kv(const void *row, int64_t d, int f16)
@@ -75,7 +72,7 @@ INLINE void score_block(const float *q, int64_t hd, int NQ, const void *k, size_
     __m256 acc[3][4];
     const void *kr[4];
     #pragma GCC unroll 4
-    for (int u = 0; u < NK; u++) kr[u] = row_at(k, k_stride, j + u);
+    for (int u = 0; u < NK; u++) kr[u] = cpu_row_at(k, k_stride, j + u);
     #pragma GCC unroll 4
     for (int i = 0; i < NQ; i++)
         #pragma GCC unroll 4
@@ -88,45 +85,6 @@ INLINE void score_block(const float *q, int64_t hd, int NQ, const void *k, size_
         if (NK == 4) _mm_storeu_ps(s + i * s_stride + j, cpu_hsum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
         else s[i * s_stride + j] = cpu_hsum256(acc[i][0]);
     }
-}
-
-INLINE void scores_rows(const float *q, int NQ, int64_t hd, const void *k, size_t k_stride, int nk, int f16,
-                        float *s, int s_stride)
-{
-    int j = 0;
-    for (; j + 4 <= nk; j += 4) score_block(q, hd, NQ, k, k_stride, j, 4, f16, s, s_stride);
-    for (; j < nk; j++) score_block(q, hd, NQ, k, k_stride, j, 1, f16, s, s_stride);
-}
-
-/* Queries in blocks of three, except that four left over go as two and two
-** (a single query reads a key for one FMA). */
-#define FOR_QUERY_BLOCKS(nq, i, body3, body2, body1)      \
-    do {                                                  \
-        int i = 0;                                        \
-        for (; nq - i >= 3 && nq - i != 4; i += 3) body3; \
-        for (; nq - i >= 2; i += 2) body2;                \
-        for (; i < nq; i++) body1;                        \
-    } while (0)
-
-INLINE void scores_any(const float *q, int nq, int64_t hd, const void *k, size_t k_stride, int nk, int f16,
-                       float *s, int s_stride)
-{
-    FOR_QUERY_BLOCKS(nq, i,
-                     scores_rows(q + i * hd, 3, hd, k, k_stride, nk, f16, s + i * s_stride, s_stride),
-                     scores_rows(q + i * hd, 2, hd, k, k_stride, nk, f16, s + i * s_stride, s_stride),
-                     scores_rows(q + i * hd, 1, hd, k, k_stride, nk, f16, s + i * s_stride, s_stride));
-}
-
-static void scores_avx2(const float *q, int nq, int64_t hd, const float *k, size_t k_stride, int nk,
-                        float *s, int s_stride)
-{
-    scores_any(q, nq, hd, k, k_stride, nk, 0, s, s_stride);
-}
-
-static void scores_f16_avx2(const float *q, int nq, int64_t hd, const void *k, size_t k_stride, int nk,
-                            float *s, int s_stride)
-{
-    scores_any(q, nq, hd, k, k_stride, nk, 1, s, s_stride);
 }
 
 /* acc[qi][d0 .. d0 + 8 W) += sum_j p[qi][j] v_j[..] for NQ (1..3) queries
@@ -145,7 +103,7 @@ INLINE void pv_block(const float *p, int p_stride, int NQ, const void *v, size_t
             a[i][u] = n == 8 ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, m);
         }
     for (int j = 0; j < nk; j++) {
-        const void *vj = row_at(v, v_stride, j);
+        const void *vj = cpu_row_at(v, v_stride, j);
         __m256 w[3];
         #pragma GCC unroll 4
         for (int i = 0; i < NQ; i++) w[i] = _mm256_broadcast_ss(p + i * p_stride + j);
@@ -166,35 +124,7 @@ INLINE void pv_block(const float *p, int p_stride, int NQ, const void *v, size_t
         }
 }
 
-INLINE void pv_rows(const float *p, int p_stride, int NQ, const void *v, size_t v_stride, int nk, int64_t hd,
-                    int f16, float *acc)
-{
-    int64_t d = 0;
-    for (; d + 32 <= hd; d += 32) pv_block(p, p_stride, NQ, v, v_stride, nk, hd, f16, acc, d, 4, 8);
-    for (; d + 8 <= hd; d += 8) pv_block(p, p_stride, NQ, v, v_stride, nk, hd, f16, acc, d, 1, 8);
-    if (d < hd) pv_block(p, p_stride, NQ, v, v_stride, nk, hd, f16, acc, d, 1, hd - d);
-}
-
-INLINE void pv_any(const float *p, int p_stride, int nq, const void *v, size_t v_stride, int nk, int64_t hd,
-                   int f16, float *acc)
-{
-    FOR_QUERY_BLOCKS(nq, i,
-                     pv_rows(p + i * p_stride, p_stride, 3, v, v_stride, nk, hd, f16, acc + i * hd),
-                     pv_rows(p + i * p_stride, p_stride, 2, v, v_stride, nk, hd, f16, acc + i * hd),
-                     pv_rows(p + i * p_stride, p_stride, 1, v, v_stride, nk, hd, f16, acc + i * hd));
-}
-
-static void pv_avx2(const float *p, int p_stride, int nq, const float *v, size_t v_stride, int nk,
-                    int64_t hd, float *acc)
-{
-    pv_any(p, p_stride, nq, v, v_stride, nk, hd, 0, acc);
-}
-
-static void pv_f16_avx2(const float *p, int p_stride, int nq, const void *v, size_t v_stride, int nk,
-                        int64_t hd, float *acc)
-{
-    pv_any(p, p_stride, nq, v, v_stride, nk, hd, 1, acc);
-}
+#include "ops_attention_tiles.h"
 
 static void softcap_avx2(float *x, int n, float cap)
 {
@@ -235,7 +165,7 @@ static float exp_sum_avx2(float *x, int n, float mx)
 static void rows_from_f16_avx2(const void *src, size_t stride, int n, int64_t hd, float *dst)
 {
     for (int j = 0; j < n; j++) {
-        const uint16_t *row = (const uint16_t *)row_at(src, stride, j);
+        const uint16_t *row = (const uint16_t *)cpu_row_at(src, stride, j);
         float *out = dst + j * hd;
         int64_t d = 0;
         for (; d + 8 <= hd; d += 8)
@@ -246,12 +176,12 @@ static void rows_from_f16_avx2(const void *src, size_t stride, int n, int64_t hd
 
 const CpuAttnOps cpu_attn_avx2 = {
     .isa = "avx2",
-    .scores = scores_avx2,
-    .scores_f16 = scores_f16_avx2,
+    .scores = scores_f32,
+    .scores_f16 = scores_f16,
     .softcap = softcap_avx2,
     .exp_sum = exp_sum_avx2,
-    .pv = pv_avx2,
-    .pv_f16 = pv_f16_avx2,
+    .pv = pv_f32,
+    .pv_f16 = pv_f16,
     .rows_from_f16 = rows_from_f16_avx2,
 };
 

@@ -10,7 +10,7 @@
 **
 ** f16 keys and values are widened in the loop (the base ARMv8 conversion),
 ** so decode reads the cache in place; a head_dim that is not a multiple of
-** 4 ends through zero-padded loads.
+** 4 ends through zero-padded loads.  The blocking is ops_attention_tiles.h's.
 */
 #if defined(__aarch64__)
 
@@ -19,11 +19,7 @@
 #include <arm_neon.h>
 
 #define INLINE static inline __attribute__((always_inline))
-
-INLINE const void *row_at(const void *base, size_t stride, int j)
-{
-    return (const char *)base + (size_t)j * stride;
-}
+#define ATTN_LANES 4
 
 INLINE float32x4_t load_kv(const void *row, int64_t d, int f16)
 {
@@ -62,7 +58,7 @@ INLINE void score_block(const float *q, int64_t hd, int NQ, const void *k, size_
     float32x4_t acc[3][4];
     const void *kr[4];
     #pragma GCC unroll 4
-    for (int u = 0; u < NK; u++) kr[u] = row_at(k, k_stride, j + u);
+    for (int u = 0; u < NK; u++) kr[u] = cpu_row_at(k, k_stride, j + u);
     #pragma GCC unroll 4
     for (int i = 0; i < NQ; i++)
         #pragma GCC unroll 4
@@ -76,43 +72,6 @@ INLINE void score_block(const float *q, int64_t hd, int NQ, const void *k, size_
         for (int u = 0; u < NK; u++) s[i * s_stride + j + u] = vaddvq_f32(acc[i][u]);
 }
 
-INLINE void scores_rows(const float *q, int NQ, int64_t hd, const void *k, size_t k_stride, int nk, int f16,
-                        float *s, int s_stride)
-{
-    int j = 0;
-    for (; j + 4 <= nk; j += 4) score_block(q, hd, NQ, k, k_stride, j, 4, f16, s, s_stride);
-    for (; j < nk; j++) score_block(q, hd, NQ, k, k_stride, j, 1, f16, s, s_stride);
-}
-
-#define FOR_QUERY_BLOCKS(nq, i, body3, body2, body1)      \
-    do {                                                  \
-        int i = 0;                                        \
-        for (; nq - i >= 3 && nq - i != 4; i += 3) body3; \
-        for (; nq - i >= 2; i += 2) body2;                \
-        for (; i < nq; i++) body1;                        \
-    } while (0)
-
-INLINE void scores_any(const float *q, int nq, int64_t hd, const void *k, size_t k_stride, int nk, int f16,
-                       float *s, int s_stride)
-{
-    FOR_QUERY_BLOCKS(nq, i,
-                     scores_rows(q + i * hd, 3, hd, k, k_stride, nk, f16, s + i * s_stride, s_stride),
-                     scores_rows(q + i * hd, 2, hd, k, k_stride, nk, f16, s + i * s_stride, s_stride),
-                     scores_rows(q + i * hd, 1, hd, k, k_stride, nk, f16, s + i * s_stride, s_stride));
-}
-
-static void scores_neon(const float *q, int nq, int64_t hd, const float *k, size_t k_stride, int nk,
-                        float *s, int s_stride)
-{
-    scores_any(q, nq, hd, k, k_stride, nk, 0, s, s_stride);
-}
-
-static void scores_f16_neon(const float *q, int nq, int64_t hd, const void *k, size_t k_stride, int nk,
-                            float *s, int s_stride)
-{
-    scores_any(q, nq, hd, k, k_stride, nk, 1, s, s_stride);
-}
-
 /* acc[qi][d0 .. d0 + 4 W) += sum_j p[qi][j] v_j[..]; n < 4: the last n dims. */
 INLINE void pv_block(const float *p, int p_stride, int NQ, const void *v, size_t v_stride, int nk, int64_t hd,
                      int f16, float *acc, int64_t d0, int W, int64_t n)
@@ -124,7 +83,7 @@ INLINE void pv_block(const float *p, int p_stride, int NQ, const void *v, size_t
         for (int u = 0; u < W; u++)
             a[i][u] = n == 4 ? vld1q_f32(acc + i * hd + d0 + 4 * u) : load_kv_tail(acc + i * hd, d0, n, 0);
     for (int j = 0; j < nk; j++) {
-        const void *vj = row_at(v, v_stride, j);
+        const void *vj = cpu_row_at(v, v_stride, j);
         float w[3];
         #pragma GCC unroll 4
         for (int i = 0; i < NQ; i++) w[i] = p[i * p_stride + j];
@@ -150,35 +109,7 @@ INLINE void pv_block(const float *p, int p_stride, int NQ, const void *v, size_t
         }
 }
 
-INLINE void pv_rows(const float *p, int p_stride, int NQ, const void *v, size_t v_stride, int nk, int64_t hd,
-                    int f16, float *acc)
-{
-    int64_t d = 0;
-    for (; d + 16 <= hd; d += 16) pv_block(p, p_stride, NQ, v, v_stride, nk, hd, f16, acc, d, 4, 4);
-    for (; d + 4 <= hd; d += 4) pv_block(p, p_stride, NQ, v, v_stride, nk, hd, f16, acc, d, 1, 4);
-    if (d < hd) pv_block(p, p_stride, NQ, v, v_stride, nk, hd, f16, acc, d, 1, hd - d);
-}
-
-INLINE void pv_any(const float *p, int p_stride, int nq, const void *v, size_t v_stride, int nk, int64_t hd,
-                   int f16, float *acc)
-{
-    FOR_QUERY_BLOCKS(nq, i,
-                     pv_rows(p + i * p_stride, p_stride, 3, v, v_stride, nk, hd, f16, acc + i * hd),
-                     pv_rows(p + i * p_stride, p_stride, 2, v, v_stride, nk, hd, f16, acc + i * hd),
-                     pv_rows(p + i * p_stride, p_stride, 1, v, v_stride, nk, hd, f16, acc + i * hd));
-}
-
-static void pv_neon(const float *p, int p_stride, int nq, const float *v, size_t v_stride, int nk,
-                    int64_t hd, float *acc)
-{
-    pv_any(p, p_stride, nq, v, v_stride, nk, hd, 0, acc);
-}
-
-static void pv_f16_neon(const float *p, int p_stride, int nq, const void *v, size_t v_stride, int nk,
-                        int64_t hd, float *acc)
-{
-    pv_any(p, p_stride, nq, v, v_stride, nk, hd, 1, acc);
-}
+#include "ops_attention_tiles.h"
 
 static void softcap_neon(float *x, int n, float cap)
 {
@@ -221,7 +152,7 @@ static float exp_sum_neon(float *x, int n, float mx)
 static void rows_from_f16_neon(const void *src, size_t stride, int n, int64_t hd, float *dst)
 {
     for (int j = 0; j < n; j++) {
-        const uint16_t *row = (const uint16_t *)row_at(src, stride, j);
+        const uint16_t *row = (const uint16_t *)cpu_row_at(src, stride, j);
         float *out = dst + j * hd;
         int64_t d = 0;
         for (; d + 4 <= hd; d += 4) vst1q_f32(out + d, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(row + d))));
@@ -232,12 +163,12 @@ static void rows_from_f16_neon(const void *src, size_t stride, int n, int64_t hd
 
 const CpuAttnOps cpu_attn_neon = {
     .isa = "neon",
-    .scores = scores_neon,
-    .scores_f16 = scores_f16_neon,
+    .scores = scores_f32,
+    .scores_f16 = scores_f16,
     .softcap = softcap_neon,
     .exp_sum = exp_sum_neon,
-    .pv = pv_neon,
-    .pv_f16 = pv_f16_neon,
+    .pv = pv_f32,
+    .pv_f16 = pv_f16,
     .rows_from_f16 = rows_from_f16_neon,
 };
 

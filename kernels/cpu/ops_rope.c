@@ -92,7 +92,7 @@ static void rope_task(void *ctx, int t)
         float p = (float)j->pos[m];
         for (int64_t i = 0; i < j->half; i++) angle[i] = p * j->inv[i];
         j->vec->sincos(angle, c, s, j->half);
-        float *row = cpu_row(j->x, m);
+        float *row = ref_row(j->x, m);
         for (int64_t h = 0; h < j->n_head; h++) {
             if (j->neox) j->vec->rope_neox(row + h * j->hd, c, s, j->half);
             else j->vec->rope_adjacent(row + h * j->hd, c, s, j->half);
@@ -102,7 +102,7 @@ static void rope_task(void *ctx, int t)
 
 int cpu_rope(const RadKernelArgs *a)
 {
-    int64_t M = cpu_rows(a);
+    int64_t M = ref_rows(a);
     int64_t n_head = a->param[RAD_ROPE_N_HEAD].i, hd = a->param[RAD_ROPE_HEAD_DIM].i;
     int64_t n_rot = a->param[RAD_ROPE_N_ROT].i, mode = a->param[RAD_ROPE_MODE].i;
     const RadTensor *x = &a->operand[RAD_ROPE_X];
@@ -137,7 +137,7 @@ int cpu_rope(const RadKernelArgs *a)
     default:
         return RAD_E_UNSUPPORTED;
     }
-    if ((rc = cpu_check_act(x, M, n_head * hd)) || (rc = cpu_check_index(positions, M))) return rc;
+    if ((rc = ref_check_act(x, M, n_head * hd)) || (rc = ref_check_index(positions, M))) return rc;
     if (n_rot / 2 > ROPE_MAX_HALF) return RAD_E_UNSUPPORTED;
 
     RopeJob j = {

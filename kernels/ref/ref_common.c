@@ -1,6 +1,6 @@
 /*
-** ref_common.c: argument checks and weight decoding for the reference
-** kernels.
+** ref_common.c: weight decoding for the reference kernels, and why they
+** check their arguments (the checks are inline in ref_internal.h).
 **
 ** The core validates shapes when a model is declared, so in a correct
 ** program none of these checks fire.  They exist because the reference is
@@ -14,43 +14,6 @@
 
 #include "../../base/rad_types.h"
 #include "rad_dequant.h"
-
-int ref_check_act(const RadTensor *t, int64_t rows, int64_t cols)
-{
-    if (!t->data) return RAD_E_ARG;
-    if (t->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-    if (t->row_bytes % (int64_t)sizeof(float)) return RAD_E_SHAPE;
-    /* A single row needs no stride; more rows must not overlap. */
-    if (rows > 1 && t->row_bytes < cols * (int64_t)sizeof(float)) return RAD_E_SHAPE;
-    /* rank 0 means the core did not state a shape; trust the parameters. */
-    if (t->rank >= 1 && t->shape[0] < rows) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
-int ref_check_index(const RadTensor *t, int64_t n)
-{
-    if (!t->data) return RAD_E_ARG;
-    if (t->enc != RAD_ENC_I32) return RAD_E_UNSUPPORTED;
-    if (t->rank >= 1 && t->shape[0] < n) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
-int ref_check_weight(const RadTensor *w, int64_t rows, int64_t cols)
-{
-    if (!w->data) return RAD_E_ARG;
-    if (!rad_dequant_supported(w->enc)) return RAD_E_UNSUPPORTED;
-    if (w->rank == 1) {
-        if (rows != 1 || w->shape[0] != cols) return RAD_E_SHAPE;
-    } else if (w->rank == 2) {
-        if (w->shape[0] != rows || w->shape[1] != cols) return RAD_E_SHAPE;
-    } else {
-        return RAD_E_SHAPE;
-    }
-    int64_t need = rad_encoding_row_bytes(w->enc, cols);
-    if (need < 0) return RAD_E_SHAPE;               /* not whole blocks */
-    if (rows > 1 && w->row_bytes < need) return RAD_E_SHAPE;
-    return RAD_OK;
-}
 
 void ref_weight_decode(const RadTensor *w, int64_t row, int64_t k0, int64_t n, float *dst)
 {

@@ -2,7 +2,8 @@
 ** ref_internal.h: what the reference kernel files share among themselves.
 **
 ** Argument checks, row addressing and weight decoding, written once so each
-** kernel file can read as the formula it implements.  Nothing here is part
+** kernel file can read as the formula it implements.  The checks and the row
+** helpers are also the cpu library's (kernels/cpu/cpu_ops.h includes this).  Nothing here is part
 ** of the library's interface: the only exported symbol of the .so is
 ** rad_kernel_library (plus the shared schema table and rad_dequant_row), so
 ** these names are hidden from the dynamic symbol table.
@@ -12,7 +13,9 @@
 
 #include <stdint.h>
 
+#include "../../base/rad_types.h"
 #include "../rad_kernel.h"
+#include "rad_dequant.h"
 #include "rad_ops.h"
 
 #pragma GCC visibility push(hidden)
@@ -35,18 +38,60 @@ static inline float *ref_row(const RadTensor *t, int64_t r)
     return (float *)(void *)((char *)t->data + r * t->row_bytes);
 }
 
+/* The argument checks below are inline so that the cpu library (cpu_ops.h)
+** compiles in the same ones: a kernel that ref refuses is refused there
+** with the same code. */
+
 /* Check an f32 activation operand that must hold `rows` rows of `cols`
 ** floats.  0, RAD_E_ARG (no data), RAD_E_UNSUPPORTED (not f32) or
 ** RAD_E_SHAPE (rows overlap, are misaligned, or the buffer is too short). */
-int ref_check_act(const RadTensor *t, int64_t rows, int64_t cols);
+static inline int ref_check_act(const RadTensor *t, int64_t rows, int64_t cols)
+{
+    if (!t->data) return RAD_E_ARG;
+    if (t->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
+    if (t->row_bytes % (int64_t)sizeof(float)) return RAD_E_SHAPE;
+    /* A single row needs no stride; more rows must not overlap. */
+    if (rows > 1 && t->row_bytes < cols * (int64_t)sizeof(float)) return RAD_E_SHAPE;
+    /* rank 0 means the core did not state a shape; trust the parameters. */
+    if (t->rank >= 1 && t->shape[0] < rows) return RAD_E_SHAPE;
+    return RAD_OK;
+}
 
 /* Check an int32 index operand holding at least `n` values. */
-int ref_check_index(const RadTensor *t, int64_t n);
+static inline int ref_check_index(const RadTensor *t, int64_t n)
+{
+    if (!t->data) return RAD_E_ARG;
+    if (t->enc != RAD_ENC_I32) return RAD_E_UNSUPPORTED;
+    if (t->rank >= 1 && t->shape[0] < n) return RAD_E_SHAPE;
+    return RAD_OK;
+}
 
 /* Check a weight of `rows` rows by `cols` columns (a vector is 1 row and may
-** be given rank 1): present, shape as stated, an encoding rad_dequant_row
-** serves, and rows whole blocks long. */
-int ref_check_weight(const RadTensor *w, int64_t rows, int64_t cols);
+** be given rank 1): present, of an encoding the library serves (`served`,
+** which the caller works out from w->enc), shape as stated, and rows whole
+** blocks long. */
+static inline int ref_check_weight_served(const RadTensor *w, int served, int64_t rows, int64_t cols)
+{
+    if (!w->data) return RAD_E_ARG;
+    if (!served) return RAD_E_UNSUPPORTED;
+    if (w->rank == 1) {
+        if (rows != 1 || w->shape[0] != cols) return RAD_E_SHAPE;
+    } else if (w->rank == 2) {
+        if (w->shape[0] != rows || w->shape[1] != cols) return RAD_E_SHAPE;
+    } else {
+        return RAD_E_SHAPE;
+    }
+    int64_t need = rad_encoding_row_bytes(w->enc, cols);
+    if (need < 0) return RAD_E_SHAPE;               /* not whole blocks */
+    if (rows > 1 && w->row_bytes < need) return RAD_E_SHAPE;
+    return RAD_OK;
+}
+
+/* The same for an encoding rad_dequant_row serves. */
+static inline int ref_check_weight(const RadTensor *w, int64_t rows, int64_t cols)
+{
+    return ref_check_weight_served(w, rad_dequant_supported(w->enc), rows, cols);
+}
 
 /* Decode columns [k0, k0 + n) of weight row `row` into dst.  k0 must be a
 ** multiple of the encoding's block (any multiple of REF_CHUNK is). */
