@@ -212,19 +212,25 @@ def machine_info(threads):
             "kernel": platform.release(), "threads": threads}
 
 
-def read_bandwidth(threads):
-    """The machine's read GB/s at `threads` (best, median), from read_bandwidth.c."""
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "read_bandwidth"
-        cc = os.environ.get("CC", "cc")
-        r = subprocess.run([cc, "-O3", "-march=native", "-pthread", "-o", str(exe), str(HERE / "read_bandwidth.c")],
-                           capture_output=True, text=True)
-        if r.returncode:
-            log(f"read_bandwidth.c did not build: {r.stderr[-300:]}")
-            return None
-        out = subprocess.run([str(exe), str(threads), "1024", "10"], capture_output=True, text=True).stdout
+def build_read_bandwidth(tmp):
+    """tests/bench/read_bandwidth.c built for this machine, or None."""
+    exe = Path(tmp) / "read_bandwidth"
+    cc = os.environ.get("CC", "cc")
+    r = subprocess.run([cc, "-O3", "-march=native", "-pthread", "-o", str(exe), str(HERE / "read_bandwidth.c")],
+                       capture_output=True, text=True)
+    if r.returncode:
+        log(f"read_bandwidth.c did not build: {r.stderr[-300:]}")
+        return None
+    return exe
+
+
+def read_bandwidth(exe, threads):
+    """The machine's read GB/s at `threads` now (best of 10 passes over 1 GiB), or None."""
+    if not exe:
+        return None
+    out = subprocess.run([str(exe), str(threads), "1024", "10"], capture_output=True, text=True).stdout
     m = re.match(r"read_gbs ([\d.]+) ([\d.]+)", out)
-    return (float(m.group(1)), float(m.group(2))) if m else None
+    return float(m.group(1)) if m else None
 
 
 def git_commit():
@@ -244,26 +250,28 @@ def fmt(x, digits=2):
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def table(rows_out, a, bw):
+def table(rows_out, a):
     lines = ["| model | test | radiance t/s | llama.cpp t/s | ratio | radiance kernels (ops per library) "
-             "| decode GB/s: radiance / llama.cpp | of read bandwidth: radiance / llama.cpp |",
-             "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+             "| decode GB/s: radiance / llama.cpp | machine read GB/s | of it: radiance / llama.cpp |",
+             "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
     for row in rows_out:
         if "error" in row:
-            lines.append(f"| {row['label']} | - | - | - | - | {row['error']} | - | - |")
+            lines.append(f"| {row['label']} | - | - | - | - | {row['error']} | - | - | - |")
             continue
+        bw = row.get("read_gbs")
         for test in row["tests"]:
             rad, lcp = test["radiance"], test["llamacpp"]
             ratio = rad["median"] / lcp["median"] if rad and lcp else None
-            gbs = pct = "-"
+            gbs = pct = mbw = "-"
             if test["name"].startswith("tg") and rad and lcp:
                 g_r, g_l = row["decode_bytes"] * rad["median"] / 1e9, row["decode_bytes"] * lcp["median"] / 1e9
                 gbs = f"{g_r:.2f} / {g_l:.2f}"
                 if bw:
-                    pct = f"{100 * g_r / bw[0]:.0f}% / {100 * g_l / bw[0]:.0f}%"
+                    mbw = f"{bw:.1f}"
+                    pct = f"{100 * g_r / bw:.0f}% / {100 * g_l / bw:.0f}%"
             lines.append(f"| {row['label']} | {test['name']} | {fmt(rad and rad['median'])} ± {fmt(rad and rad['sd'])} "
                          f"| {fmt(lcp and lcp['median'])} ± {fmt(lcp and lcp['sd'])} | **{fmt(ratio)}x** "
-                         f"| {test['kernels']} | {gbs} | {pct} |")
+                         f"| {test['kernels']} | {gbs} | {mbw} | {pct} |")
     return "\n".join(lines)
 
 
@@ -274,7 +282,7 @@ def summarise(samples):
             "n": len(samples)}
 
 
-def report(rows_out, a, mach, bw, lcp_version, lcp_sysinfo):
+def report(rows_out, a, mach, lcp_version, lcp_sysinfo):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = [
         BEGIN,
@@ -288,15 +296,15 @@ def report(rows_out, a, mach, bw, lcp_version, lcp_sysinfo):
         f"- radiance: commit {git_commit()}, kernel order `{a.kernels}`",
         f"- llama.cpp: llama-cpp-python {lcp_version} (its vendored llama.cpp, built from source on this "
         f"machine); `{lcp_sysinfo}`",
-        "- machine read bandwidth at the same thread count (tests/bench/read_bandwidth.c, best of 10 passes over "
-        "1 GiB): " + (f"{bw[0]:.1f} GB/s (median {bw[1]:.1f})" if bw else "not measured"),
+        "- machine read GB/s: tests/bench/read_bandwidth.c at the same thread count (best of 10 passes over 1 GiB), "
+        "measured just before each row, since what other jobs leave of it changes from minute to minute",
         "- 1-minute load average around the rows: " + (f"{min(LOADS):.1f} to {max(LOADS):.1f}" if LOADS else "-")
         + f" on {mach['logical_cpus']} CPUs (other jobs share the machine: above {a.threads} the runs were contended)",
         f"- t/s: median ± standard deviation of {a.reps * a.rounds} repetitions per side; ratio = radiance "
         "median / llama.cpp median (above 1: radiance is faster)",
         "",
     ]
-    return "\n".join(head) + "\n" + table(rows_out, a, bw) + "\n\n" + END
+    return "\n".join(head) + "\n" + table(rows_out, a) + "\n\n" + END
 
 
 def write_doc(text):
@@ -339,9 +347,8 @@ def main():
         sys.exit(f"bench_vs_llamacpp: {a.radiance} not found: run make all first")
     mach = machine_info(a.threads)
     lcp_version, lcp_sysinfo = llamacpp_info()
-    log("measuring the machine's read bandwidth")
-    bw = read_bandwidth(a.threads)
-    log(f"read bandwidth, {a.threads} threads: {bw}")
+    tmp = tempfile.TemporaryDirectory()
+    bw_exe = build_read_bandwidth(tmp.name)
 
     rows_out = []
     for r in rows:
@@ -353,6 +360,8 @@ def main():
             continue
         rad_ts, lcp_ts, rad_last, error = {}, {}, None, None
         LOADS.append(os.getloadavg()[0])
+        bw = read_bandwidth(bw_exe, a.threads)
+        log(f"{r}: machine read bandwidth, {a.threads} threads: {bw} GB/s")
         for k in range(a.rounds):
             try:
                 log(f"{r}: radiance bench (round {k + 1}/{a.rounds})")
@@ -377,14 +386,14 @@ def main():
                           "samples": {"radiance": rad_ts.get(t["test"]), "llamacpp": lcp_ts.get(t["test"])}})
             rs, ls = tests[-1]["radiance"], tests[-1]["llamacpp"]
             log(f"{r} {t['test']}: radiance {fmt(rs and rs['median'])} t/s, llama.cpp {fmt(ls and ls['median'])} t/s")
-        rows_out.append({"id": r, "label": label, "file": file, "decode_bytes": rad_last[0]["decode_bytes"],
+        rows_out.append({"id": r, "label": label, "file": file, "read_gbs": bw, "decode_bytes": rad_last[0]["decode_bytes"],
                          "tied_embedding": rad_last[0]["tied_embedding"], "tests": tests,
                          **({"error": error} if error and not tests else {})})
 
-    text = report(rows_out, a, mach, bw, lcp_version, lcp_sysinfo)
+    text = report(rows_out, a, mach, lcp_version, lcp_sysinfo)
     print(text)
     if a.json_out:
-        Path(a.json_out).write_text(json.dumps({"machine": mach, "read_gbs": bw, "rows": rows_out}, indent=1))
+        Path(a.json_out).write_text(json.dumps({"machine": mach, "rows": rows_out}, indent=1))
     if not a.dry_run:
         write_doc(text)
 
