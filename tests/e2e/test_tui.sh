@@ -178,13 +178,13 @@ wait_for 5 "prompt: [0-9]+ tokens, [0-9]+ evaluated" && ok "/stats reports the l
     || not_ok "/stats: $(pane | tail -8)"
 open_app_ms=$(pane | sed -n 's/.*ready after \([0-9]*\) ms.*/\1/p' | tail -1)
 [ -n "$open_app_ms" ] && echo "     (the app's own count: ready ${open_app_ms} ms after start)"
-send "/set n_predict 400"
-wait_for 5 "n_predict = 400" && ok "/set n_predict" || not_ok "/set: $(pane | tail -4)"
+send "/set n_predict 1200"
+wait_for 5 "n_predict = 1200" && ok "/set n_predict" || not_ok "/set: $(pane | tail -4)"
 
 # -------------------------------------------------------- Ctrl-C mid-reply
 footers=$(pane | grep -Ec "$FOOTER")
 send "Tell me a long story about a dragon who lives in a cave."
-if wait_for 60 "generating" && sleep 2 && ! status_row | grep -q "ready *$"; then
+if wait_for 60 "generating" && sleep 1 && ! status_row | grep -q "ready *$"; then
     T send-keys -t chat C-c
     if wait_for 10 "interrupted \(Ctrl-C\)" && wait_ready 10 \
         && pane | grep -A1 "interrupted (Ctrl-C)" | grep -Eq "^  [1-9][0-9]* tokens"; then
