@@ -485,6 +485,14 @@ int rad_cmd_bench(int argc, char **argv)
     float *logits = NULL;
     memset(res, 0, sizeof res);
     if ((rc = rad_engine_open(&opt, &e))) goto done;
+    /* A test past the trained context measures nothing a user would run
+    ** (and a huge -p would prefill for minutes): refuse it. */
+    const int trained = rad_engine_meta(e)->n_ctx_train;
+    if (trained > 0 && longest > trained) {
+        rc = rad_error_set(RAD_E_RANGE, "bench: %s %d is past %s's trained context of %d positions",
+                           n_prompt >= n_gen ? "-p" : "-n", longest, spec, trained);
+        goto done;
+    }
     if ((rc = describe_model(model_path, rad_engine_meta(e), &model))) goto done;
     const int vocab = rad_engine_n_vocab(e);
     const RadText *tok = rad_engine_text(e);

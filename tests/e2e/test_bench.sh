@@ -83,4 +83,9 @@ else
     not_ok "bench json failed: $(head -c 400 "$WORK/err")"
 fi
 
+# A prompt past the trained context is refused at once, not prefilled for minutes.
+$R bench -m "$M" -p 100000 -n 1 -r 1 >/dev/null 2>"$WORK/err"; rc=$?
+[ $rc = 5 ] && grep -q "trained context" "$WORK/err" && ok "bench -p past the trained context: exit 5, one line" \
+    || not_ok "bench -p 100000: exit $rc, $(head -c 300 "$WORK/err")"
+
 finish
