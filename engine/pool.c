@@ -39,6 +39,9 @@
 ** decode step, far shorter than the gap between two tokens typed by a user. */
 #define SPIN_LIMIT 20000
 
+/* A ticket index no task count reaches: the ticket of a job being published. */
+#define TICKET_CLOSED 0xffffffffu
+
 struct RadPool {
     int n_threads;
     pthread_t *threads;
@@ -64,16 +67,17 @@ static void run_tasks(RadPool *p)
 {
     for (;;) {
         uint64_t cur = atomic_load_explicit(&p->ticket, memory_order_acquire);
-        /* The fields read now belong to the job `cur` names or to a newer
-        ** one; a newer one means cur is stale and the exchange fails. */
-        int t = (int)(uint32_t)cur, n = atomic_load_explicit(&p->n_tasks, memory_order_relaxed);
+        /* The fields read now belong to the job `cur` names, or the ticket
+        ** has moved on (closed for a new job, or a task claimed) and the
+        ** exchange below fails. */
+        uint32_t t = (uint32_t)cur, n = (uint32_t)atomic_load_explicit(&p->n_tasks, memory_order_acquire);
         void (*fn)(void *, int) = atomic_load_explicit(&p->fn, memory_order_relaxed);
         void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
         if (t >= n) break;
         if (!atomic_compare_exchange_weak_explicit(&p->ticket, &cur, cur + 1, memory_order_acq_rel,
                                                    memory_order_relaxed))
             continue;
-        fn(ctx, t);
+        fn(ctx, (int)t);
         atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
     }
 }
@@ -142,11 +146,16 @@ void rad_pool_parallel_for(void *pool, int n_tasks, void (*fn)(void *ctx, int ta
         for (int t = 0; t < n_tasks; t++) fn(ctx, t);
         return;
     }
+    /* Close the ticket before the fields change: a straggler that read the
+    ** last job's ticket and is about to read the new task count must not
+    ** be able to claim with it (its exchange fails against the closed
+    ** value, and a closed ticket hands out nothing). */
+    uint64_t job = (atomic_load_explicit(&p->ticket, memory_order_relaxed) >> 32) + 1;
+    atomic_store_explicit(&p->ticket, job << 32 | TICKET_CLOSED, memory_order_seq_cst);
     atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
     atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
-    atomic_store_explicit(&p->n_tasks, n_tasks, memory_order_relaxed);
+    atomic_store_explicit(&p->n_tasks, n_tasks, memory_order_release);   /* after the close */
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-    uint64_t job = (atomic_load_explicit(&p->ticket, memory_order_relaxed) >> 32) + 1;
     atomic_store_explicit(&p->ticket, job << 32, memory_order_release);
     atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     if (atomic_load(&p->sleepers) > 0) futex(&p->generation, FUTEX_WAKE_PRIVATE, (unsigned)p->n_threads);
