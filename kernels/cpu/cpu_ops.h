@@ -147,37 +147,6 @@ static inline __attribute__((always_inline)) const void *cpu_row_at(const void *
 ** they are not f32 (a multiple of every block size: 1, 32, 256). */
 #define CPU_CHUNK 256
 
-/* ------------------------------------------------------------- KV cache */
-
-/* The slot of position p of batch sequence s, or -1 when no block holds it
-** (rad_kernel.h states the arithmetic). */
-static inline int64_t cpu_kv_slot(const RadKvView *kv, int64_t s, int64_t p)
-{
-    if (s < 0 || s >= kv->n_seq || p < 0) return -1;
-    int64_t b = p / kv->block_size;
-    if (b >= kv->max_blocks) return -1;
-    int32_t block = kv->block_table[s * kv->max_blocks + b];
-    if (block < 0) return -1;
-    return (int64_t)block * kv->block_size + p % kv->block_size;
-}
-
-static inline int64_t cpu_kv_elem_bytes(const RadKvView *kv)
-{
-    return kv->enc == RAD_ENC_F16 ? 2 : 4;
-}
-
-/* The view against the op's parameters and the step's rows, as ref checks it. */
-static inline int cpu_check_kv(const RadKvView *kv, int64_t M, int64_t n_head_kv, int64_t hd)
-{
-    if (!kv || !kv->k || !kv->v || !kv->block_table || !kv->token_seq || !kv->positions)
-        return RAD_E_ARG;
-    if (kv->enc != RAD_ENC_F32 && kv->enc != RAD_ENC_F16) return RAD_E_UNSUPPORTED;
-    if (kv->n_head_kv != n_head_kv || kv->head_dim != hd) return RAD_E_SHAPE;
-    if (kv->block_size <= 0 || kv->max_blocks <= 0 || M > kv->n_tok) return RAD_E_SHAPE;
-    if (kv->kv_row_bytes < n_head_kv * hd * cpu_kv_elem_bytes(kv)) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
 /* ---------------------------------------------------------------- tasks */
 
 /* How many tasks to cut `items` independent items into, when each costs

@@ -447,18 +447,7 @@ int cpu_attn_paged(const RadKernelArgs *a)
     const RadKvView *kv = a->kv;
     int rc;
 
-    /* ref's checks, in ref's order */
-    if (M <= 0 || n_head <= 0 || n_kv <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if (n_head % n_kv) return RAD_E_SHAPE;
-    if (hd > ATTN_MAX_HEAD_DIM) return RAD_E_UNSUPPORTED;
-    if (window < 0) return RAD_E_ARG;
-    if ((rc = cpu_check_kv(kv, M, n_kv, hd)) || (rc = ref_check_act(q, M, n_head * hd)) ||
-        (rc = ref_check_act(out, M, n_head * hd)))
-        return rc;
-    if (sinks->data) {
-        if (sinks->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-        if (sinks->rank != 1 || sinks->shape[0] != n_head) return RAD_E_SHAPE;
-    }
+    if ((rc = ref_check_attn(a, ATTN_MAX_HEAD_DIM))) return rc;
     /* Every visible key must have a slot; refuse before writing anything.
     ** A block is checked once per row, not once per position. */
     for (int64_t m = 0; m < M; m++) {
@@ -467,14 +456,14 @@ int cpu_attn_paged(const RadKernelArgs *a)
         int64_t first = visible_from(p, window);
         for (int64_t b = first / kv->block_size; b <= p / kv->block_size; b++) {
             int64_t at = b * kv->block_size < first ? first : b * kv->block_size;
-            if (cpu_kv_slot(kv, kv->token_seq[m], at) < 0) return RAD_E_RANGE;
+            if (ref_kv_slot(kv, kv->token_seq[m], at) < 0) return RAD_E_RANGE;
         }
     }
 
     AttnJob j = {
         .kv = kv, .q = q, .out = out, .sinks = sinks->data, .M = M, .n_head = n_head, .n_kv = n_kv,
         .hd = hd, .group = n_head / n_kv, .window = window, .scale = (float)a->param[RAD_ATTN_SCALE].f,
-        .softcap = (float)a->param[RAD_ATTN_SOFTCAP].f, .esize = cpu_kv_elem_bytes(kv),
+        .softcap = (float)a->param[RAD_ATTN_SOFTCAP].f, .esize = ref_kv_elem_bytes(kv),
         .ops = cpu_attn(), .vec = cpu_vec(), .n_parts = 1,
     };
     attn_geometry(&j);

@@ -45,20 +45,9 @@ static void embed_task(void *ctx, int t)
 int cpu_embed_lookup(const RadKernelArgs *a)
 {
     int64_t M = ref_rows(a), N = a->param[RAD_EMBED_LOOKUP_N].i;
-    const RadTensor *ids = &a->operand[RAD_EMBED_LOOKUP_IDS];
     const RadTensor *table = &a->operand[RAD_EMBED_LOOKUP_TABLE];
-    const RadTensor *out = &a->operand[RAD_EMBED_LOOKUP_OUT];
-    int rc;
-
-    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
-    if (table->rank != 2) return table->data ? RAD_E_SHAPE : RAD_E_ARG;
-    int64_t vocab = table->shape[0];
-    if ((rc = ref_check_index(ids, M)) || (rc = ref_check_weight(table, vocab, N)) ||
-        (rc = ref_check_act(out, M, N)))
-        return rc;
-    const int32_t *id = ids->data;
-    for (int64_t m = 0; m < M; m++)
-        if (id[m] < 0 || id[m] >= vocab) return RAD_E_RANGE;
+    int rc = ref_check_embed_lookup(a);
+    if (rc) return rc;
 
     /* Decoding a block-encoded row costs a few operations per element. */
     CopyJob j = {.a = a, .M = M, .N = N};
@@ -102,7 +91,7 @@ static void kv_store_task(void *ctx, int t)
     const RadTensor *v = &j->a->operand[RAD_KV_STORE_V];
     int64_t m0 = cpu_task_start(j->M, j->n_tasks, t), m1 = cpu_task_start(j->M, j->n_tasks, t + 1);
     for (int64_t m = m0; m < m1; m++) {
-        int64_t slot = cpu_kv_slot(kv, kv->token_seq[m], kv->positions[m]);
+        int64_t slot = ref_kv_slot(kv, kv->token_seq[m], kv->positions[m]);
         char *kd = (char *)kv->k + slot * kv->kv_row_bytes;
         char *vd = (char *)kv->v + slot * kv->kv_row_bytes;
         if (kv->enc == RAD_ENC_F16) {
@@ -124,13 +113,13 @@ int cpu_kv_store(const RadKernelArgs *a)
     int rc;
 
     if (M <= 0 || n_head_kv <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if ((rc = cpu_check_kv(kv, M, n_head_kv, hd)) ||
+    if ((rc = ref_check_kv(kv, M, n_head_kv, hd)) ||
         (rc = ref_check_act(&a->operand[RAD_KV_STORE_K], M, width)) ||
         (rc = ref_check_act(&a->operand[RAD_KV_STORE_V], M, width)))
         return rc;
     /* Every row's slot first, so a missing block writes nothing at all. */
     for (int64_t m = 0; m < M; m++)
-        if (cpu_kv_slot(kv, kv->token_seq[m], kv->positions[m]) < 0) return RAD_E_RANGE;
+        if (ref_kv_slot(kv, kv->token_seq[m], kv->positions[m]) < 0) return RAD_E_RANGE;
 
     CopyJob j = {.a = a, .M = M, .N = width, .vec = cpu_vec()};
     j.n_tasks = cpu_task_count(a, M, 2 * width, COPY_MIN_WORK);

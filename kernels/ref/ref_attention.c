@@ -29,27 +29,11 @@
 #include "../../base/rad_half.h"
 #include "ref_internal.h"
 
-/* The slot of position p of batch sequence s, or -1 when no block holds it. */
-static int64_t kv_slot(const RadKvView *kv, int64_t s, int64_t p)
-{
-    if (s < 0 || s >= kv->n_seq || p < 0) return -1;
-    int64_t b = p / kv->block_size;
-    if (b >= kv->max_blocks) return -1;
-    int32_t block = kv->block_table[s * kv->max_blocks + b];
-    if (block < 0) return -1;
-    return (int64_t)block * kv->block_size + p % kv->block_size;
-}
-
-static size_t kv_elem_bytes(const RadKvView *kv)
-{
-    return kv->enc == RAD_ENC_F16 ? sizeof(uint16_t) : sizeof(float);
-}
-
 /* Element i of head g in a slot of the K or V plane `plane`, as f32. */
 static float kv_read(const RadKvView *kv, const void *plane, int64_t slot, int64_t g, int64_t i)
 {
     const char *p = (const char *)plane + slot * kv->kv_row_bytes +
-                    (g * kv->head_dim + i) * (int64_t)kv_elem_bytes(kv);
+                    (g * kv->head_dim + i) * ref_kv_elem_bytes(kv);
     if (kv->enc == RAD_ENC_F16) {
         uint16_t h;
         memcpy(&h, p, sizeof h);
@@ -58,18 +42,6 @@ static float kv_read(const RadKvView *kv, const void *plane, int64_t slot, int64
     float f;
     memcpy(&f, p, sizeof f);
     return f;
-}
-
-/* Check the view against the op's parameters and the step's rows. */
-static int check_kv(const RadKvView *kv, int64_t M, int64_t n_head_kv, int64_t hd)
-{
-    if (!kv || !kv->k || !kv->v || !kv->block_table || !kv->token_seq || !kv->positions)
-        return RAD_E_ARG;
-    if (kv->enc != RAD_ENC_F32 && kv->enc != RAD_ENC_F16) return RAD_E_UNSUPPORTED;
-    if (kv->n_head_kv != n_head_kv || kv->head_dim != hd) return RAD_E_SHAPE;
-    if (kv->block_size <= 0 || kv->max_blocks <= 0 || M > kv->n_tok) return RAD_E_SHAPE;
-    if (kv->kv_row_bytes < n_head_kv * hd * (int64_t)kv_elem_bytes(kv)) return RAD_E_SHAPE;
-    return RAD_OK;
 }
 
 int ref_kv_store(const RadKernelArgs *a)
@@ -83,16 +55,16 @@ int ref_kv_store(const RadKernelArgs *a)
     int rc;
 
     if (M <= 0 || n_head_kv <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if ((rc = check_kv(kv, M, n_head_kv, hd)) || (rc = ref_check_act(k, M, width)) ||
+    if ((rc = ref_check_kv(kv, M, n_head_kv, hd)) || (rc = ref_check_act(k, M, width)) ||
         (rc = ref_check_act(v, M, width)))
         return rc;
 
     /* Every row's slot first, so a missing block writes nothing at all. */
     for (int64_t m = 0; m < M; m++)
-        if (kv_slot(kv, kv->token_seq[m], kv->positions[m]) < 0) return RAD_E_RANGE;
+        if (ref_kv_slot(kv, kv->token_seq[m], kv->positions[m]) < 0) return RAD_E_RANGE;
 
     for (int64_t m = 0; m < M; m++) {
-        int64_t slot = kv_slot(kv, kv->token_seq[m], kv->positions[m]);
+        int64_t slot = ref_kv_slot(kv, kv->token_seq[m], kv->positions[m]);
         char *kd = (char *)kv->k + slot * kv->kv_row_bytes;
         char *vd = (char *)kv->v + slot * kv->kv_row_bytes;
         const float *ks = ref_row(k, m), *vs = ref_row(v, m);
@@ -123,7 +95,7 @@ typedef struct AttnHead {
 /* The logit of key position j for query q, or NAN when j has no slot. */
 static double attn_logit(const AttnHead *ah, const float *q, int64_t j, int64_t *slot)
 {
-    *slot = kv_slot(ah->kv, ah->seq, j);
+    *slot = ref_kv_slot(ah->kv, ah->seq, j);
     if (*slot < 0) return NAN;
     double dot = 0.0;
     for (int64_t i = 0; i < ah->hd; i++)
@@ -179,18 +151,7 @@ int ref_attn_paged(const RadKernelArgs *a)
     const RadKvView *kv = a->kv;
     int rc;
 
-    if (M <= 0 || n_head <= 0 || n_head_kv <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if (n_head % n_head_kv) return RAD_E_SHAPE;
-    if (hd > REF_MAX_HEAD_DIM) return RAD_E_UNSUPPORTED;
-    if (window < 0) return RAD_E_ARG;
-    if ((rc = check_kv(kv, M, n_head_kv, hd)) || (rc = ref_check_act(q, M, n_head * hd)) ||
-        (rc = ref_check_act(out, M, n_head * hd)))
-        return rc;
-    /* Sinks are optional: absent means no sink term at all. */
-    if (sinks->data) {
-        if (sinks->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-        if (sinks->rank != 1 || sinks->shape[0] != n_head) return RAD_E_SHAPE;
-    }
+    if ((rc = ref_check_attn(a, REF_MAX_HEAD_DIM))) return rc;
 
     AttnHead ah = {
         .kv = kv, .hd = hd,
@@ -201,7 +162,7 @@ int ref_attn_paged(const RadKernelArgs *a)
         int64_t p = kv->positions[m];
         if (p < 0) return RAD_E_RANGE;
         for (int64_t j = visible_from(p, window); j <= p; j++)
-            if (kv_slot(kv, kv->token_seq[m], j) < 0) return RAD_E_RANGE;
+            if (ref_kv_slot(kv, kv->token_seq[m], j) < 0) return RAD_E_RANGE;
     }
 
     const float *sink = sinks->data;

@@ -16,21 +16,11 @@
 int ref_embed_lookup(const RadKernelArgs *a)
 {
     int64_t M = ref_rows(a), N = a->param[RAD_EMBED_LOOKUP_N].i;
-    const RadTensor *ids = &a->operand[RAD_EMBED_LOOKUP_IDS];
     const RadTensor *table = &a->operand[RAD_EMBED_LOOKUP_TABLE];
     const RadTensor *out = &a->operand[RAD_EMBED_LOOKUP_OUT];
-    int rc;
-
-    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
-    if (table->rank != 2) return table->data ? RAD_E_SHAPE : RAD_E_ARG;
-    int64_t vocab = table->shape[0];
-    if ((rc = ref_check_index(ids, M)) || (rc = ref_check_weight(table, vocab, N)) ||
-        (rc = ref_check_act(out, M, N)))
-        return rc;
-
-    const int32_t *id = ids->data;
-    for (int64_t m = 0; m < M; m++)
-        if (id[m] < 0 || id[m] >= vocab) return RAD_E_RANGE;
+    int rc = ref_check_embed_lookup(a);
+    if (rc) return rc;
+    const int32_t *id = a->operand[RAD_EMBED_LOOKUP_IDS].data;
 
     for (int64_t m = 0; m < M; m++) {
         const char *src = (const char *)table->data + (int64_t)id[m] * table->row_bytes;

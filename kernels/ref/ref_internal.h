@@ -117,6 +117,84 @@ int ref_attn_paged(const RadKernelArgs *a);
 int ref_gemm_nt(const RadKernelArgs *a);
 int ref_logits_gemm(const RadKernelArgs *a);
 
+/* ------------------------------------------------ shared op checks
+** The argument checks of the ops whose kernels in other libraries must
+** refuse exactly what ref refuses, written once for all of them. */
+
+/* Bytes of one KV element (f16 or f32). */
+static inline int64_t ref_kv_elem_bytes(const RadKvView *kv)
+{
+    return kv->enc == RAD_ENC_F16 ? 2 : 4;
+}
+
+/* The slot of position p of batch sequence s, or -1 when no block holds it
+** (rad_kernel.h states the arithmetic). */
+static inline int64_t ref_kv_slot(const RadKvView *kv, int64_t s, int64_t p)
+{
+    if (s < 0 || s >= kv->n_seq || p < 0) return -1;
+    int64_t b = p / kv->block_size;
+    if (b >= kv->max_blocks) return -1;
+    int32_t block = kv->block_table[s * kv->max_blocks + b];
+    if (block < 0) return -1;
+    return (int64_t)block * kv->block_size + p % kv->block_size;
+}
+
+/* A layer's KV view that can hold M rows of n_head_kv heads of hd. */
+static inline int ref_check_kv(const RadKvView *kv, int64_t M, int64_t n_head_kv, int64_t hd)
+{
+    if (!kv || !kv->k || !kv->v || !kv->block_table || !kv->token_seq || !kv->positions)
+        return RAD_E_ARG;
+    if (kv->enc != RAD_ENC_F32 && kv->enc != RAD_ENC_F16) return RAD_E_UNSUPPORTED;
+    if (kv->n_head_kv != n_head_kv || kv->head_dim != hd) return RAD_E_SHAPE;
+    if (kv->block_size <= 0 || kv->max_blocks <= 0 || M > kv->n_tok) return RAD_E_SHAPE;
+    if (kv->kv_row_bytes < n_head_kv * hd * ref_kv_elem_bytes(kv)) return RAD_E_SHAPE;
+    return RAD_OK;
+}
+
+/* embed_lookup's operands, and every id inside the table (RAD_E_RANGE). */
+static inline int ref_check_embed_lookup(const RadKernelArgs *a)
+{
+    int64_t M = ref_rows(a), N = a->param[RAD_EMBED_LOOKUP_N].i;
+    const RadTensor *ids = &a->operand[RAD_EMBED_LOOKUP_IDS];
+    const RadTensor *table = &a->operand[RAD_EMBED_LOOKUP_TABLE];
+    int rc;
+    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
+    if (table->rank != 2) return table->data ? RAD_E_SHAPE : RAD_E_ARG;
+    int64_t vocab = table->shape[0];
+    if ((rc = ref_check_index(ids, M)) || (rc = ref_check_weight(table, vocab, N)) ||
+        (rc = ref_check_act(&a->operand[RAD_EMBED_LOOKUP_OUT], M, N)))
+        return rc;
+    const int32_t *id = ids->data;
+    for (int64_t m = 0; m < M; m++)
+        if (id[m] < 0 || id[m] >= vocab) return RAD_E_RANGE;
+    return RAD_OK;
+}
+
+/* attn_paged's parameters and operands, for a kernel serving head_dim up to
+** max_head_dim.  The positions' blocks are each kernel's to check. */
+static inline int ref_check_attn(const RadKernelArgs *a, int64_t max_head_dim)
+{
+    int64_t M = ref_rows(a);
+    int64_t n_head = a->param[RAD_ATTN_N_HEAD].i, n_head_kv = a->param[RAD_ATTN_N_HEAD_KV].i;
+    int64_t hd = a->param[RAD_ATTN_HEAD_DIM].i;
+    const RadTensor *sinks = &a->operand[RAD_ATTN_SINKS];
+    int rc;
+    if (M <= 0 || n_head <= 0 || n_head_kv <= 0 || hd <= 0) return RAD_E_SHAPE;
+    if (n_head % n_head_kv) return RAD_E_SHAPE;
+    if (hd > max_head_dim) return RAD_E_UNSUPPORTED;
+    if (a->param[RAD_ATTN_WINDOW].i < 0) return RAD_E_ARG;
+    if ((rc = ref_check_kv(a->kv, M, n_head_kv, hd)) ||
+        (rc = ref_check_act(&a->operand[RAD_ATTN_Q], M, n_head * hd)) ||
+        (rc = ref_check_act(&a->operand[RAD_ATTN_OUT], M, n_head * hd)))
+        return rc;
+    /* Sinks are optional: absent means no sink term at all. */
+    if (sinks->data) {
+        if (sinks->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
+        if (sinks->rank != 1 || sinks->shape[0] != n_head) return RAD_E_SHAPE;
+    }
+    return RAD_OK;
+}
+
 #pragma GCC visibility pop
 
 #endif /* REF_INTERNAL_H */
