@@ -275,6 +275,43 @@ static int migrate(RadSessionDb *db)
     return rad_sdb_end(db, rc, "upgrading the schema");
 }
 
+/*
+** Switching a database to WAL needs the exclusive lock, and SQLite does not
+** always call the busy handler for it: two processes creating the same new
+** file at once can see SQLITE_BUSY at once (one holds a shared lock and wants
+** to upgrade while the other does the same, and waiting could deadlock).  So
+** the switch is retried here for as long as the busy timeout would wait.  A
+** database already in WAL (the mode is stored in the file) needs no lock.
+*/
+static int switch_to_wal(RadSessionDb *db)
+{
+    for (int attempt = 0;; attempt++) {
+        sqlite3_stmt *st;
+        int rc = rad_sdb_prep(db, "PRAGMA journal_mode=WAL", &st, "switching to WAL");
+        if (rc) return rc;
+        int src = sqlite3_step(st);
+        const unsigned char *mode = src == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+        if (mode && strcmp((const char *)mode, "wal") == 0) {
+            sqlite3_finalize(st);
+            return RAD_OK;
+        }
+        if (src == SQLITE_ROW) {
+            rc = rad_error_set(RAD_E_IO, "%s: cannot switch to WAL (journal mode stays %s)", db->path,
+                               mode ? (const char *)mode : "?");
+            sqlite3_finalize(st);
+            return rc;
+        }
+        int busy = (src & 0xff) == SQLITE_BUSY || (src & 0xff) == SQLITE_LOCKED;
+        if (!busy || attempt >= 1000) {
+            rc = rad_sdb_fail(db, "switching to WAL");
+            sqlite3_finalize(st);
+            return rc;
+        }
+        sqlite3_finalize(st);
+        sqlite3_sleep(5);
+    }
+}
+
 int rad_sdb_open(const char *path, RadSessionDb **out)
 {
     *out = NULL;
@@ -297,19 +334,8 @@ int rad_sdb_open(const char *path, RadSessionDb **out)
         goto fail;
     }
     sqlite3_busy_timeout(db->db, 5000);
-    sqlite3_stmt *st;
-    rc = rad_sdb_prep(db, "PRAGMA journal_mode=WAL", &st, "switching to WAL");
+    rc = switch_to_wal(db);
     if (rc) goto fail;
-    int src = sqlite3_step(st);
-    const unsigned char *mode = src == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
-    if (!mode || strcmp((const char *)mode, "wal") != 0) {
-        rc = src == SQLITE_ROW ? rad_error_set(RAD_E_IO, "%s: cannot switch to WAL (journal mode stays %s)",
-                                               db->path, mode ? (const char *)mode : "?")
-                               : rad_sdb_fail(db, "switching to WAL");
-        sqlite3_finalize(st);
-        goto fail;
-    }
-    sqlite3_finalize(st);
     rc = rad_sdb_exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", "setting up the connection");
     if (!rc) rc = migrate(db);
     if (rc) goto fail;
