@@ -80,7 +80,8 @@ void rad_builder_free(RadBuilder *b)
         free(w->source);
         for (int s = 0; s < w->n_map_sources; s++) free(w->map_sources[s]);
         free(w->map_sources);
-        free(w->relayout);
+        for (int c = 0; c < w->n_copies; c++) free(w->copies[c].data);
+        free(w->copies);
     }
     for (int i = 0; i < b->n_buffers; i++) {
         free(b->buffers[i].name);

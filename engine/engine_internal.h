@@ -109,6 +109,13 @@ int64_t rad_plan_arena(RadPlanItem *items, int n, int64_t align);
 
 /* -------------------------------------------------------------- build.c */
 
+/* One kernel layout of a weight (rad_kernel.h, relayout), made at load. */
+typedef struct RadRelayoutCopy {
+    int (*relayout)(const RadTensor *weight, void *dst);    /* which layout */
+    void *data;
+    size_t bytes;
+} RadRelayoutCopy;
+
 typedef struct RadWeightEntry {
     char *name;
     RadWeightDecl d;
@@ -120,7 +127,8 @@ typedef struct RadWeightEntry {
     int enc;                            /* as stored */
     const void *data;                   /* mapped bytes */
     int64_t row_bytes;
-    void *relayout;                     /* a kernel's private copy, or NULL */
+    RadRelayoutCopy *copies;            /* kernels' private layouts of it */
+    int n_copies;
 } RadWeightEntry;
 
 typedef struct RadBufferEntry {

@@ -43,6 +43,7 @@ struct RadEngine {
     void *scratch;              /* the largest scratch any selected row asks for */
     char model_id[65];          /* sha256 hex of what makes this model this model */
     size_t scratch_bytes;
+    int64_t relayout_bytes;             /* kernels' private weight layouts */
 };
 
 struct RadCtx {
@@ -69,8 +70,28 @@ int rad_step_fail(RadCtx *c, int code, const char *fmt, ...)
 
 int rad_step_status(const RadCtx *c) { return c->status; }
 
-static int bind_operand(RadCtx *c, const RadOpEntry *e, rad_op op, int i, const RadOperand *o,
-                        int64_t rows, RadKernelArgs *a)
+/* The stored bytes of weight w as an operand. */
+static void weight_tensor(const RadWeightEntry *w, RadTensor *t)
+{
+    memset(t, 0, sizeof *t);
+    t->data = (void *)w->data;
+    t->enc = w->enc;
+    t->rank = w->d.rank;
+    memcpy(t->shape, w->d.shape, sizeof t->shape);
+    t->row_bytes = w->row_bytes;
+}
+
+/* The copy of w that `row` made at load, or NULL. */
+static const RadRelayoutCopy *relayout_copy(const RadWeightEntry *w, const RadKernelRow *row)
+{
+    if (!row->relayout) return NULL;
+    for (int c = 0; c < w->n_copies; c++)
+        if (w->copies[c].relayout == row->relayout) return &w->copies[c];
+    return NULL;
+}
+
+static int bind_operand(RadCtx *c, const RadOpEntry *e, const RadKernelRow *row, rad_op op, int i,
+                        const RadOperand *o, int64_t rows, RadKernelArgs *a)
 {
     RadEngine *eng = c->e;
     const RadOperandSchema *s = &e->schema->operands[i];
@@ -91,11 +112,12 @@ static int bind_operand(RadCtx *c, const RadOpEntry *e, rad_op op, int i, const 
                 return rad_step_fail(c, RAD_E_ARG, "op %s: weight '%s' is absent", e->op, w->name);
             return RAD_OK;      /* an optional weight the file lacks: operand stays absent */
         }
-        t->data = (void *)w->data;
-        t->enc = w->enc;
-        t->rank = w->d.rank;
-        memcpy(t->shape, w->d.shape, sizeof t->shape);
-        t->row_bytes = w->row_bytes;
+        weight_tensor(w, t);
+        const RadRelayoutCopy *copy = relayout_copy(w, row);
+        if (copy) {
+            t->data = copy->data;
+            t->layout = RAD_LAYOUT_KERNEL;
+        }
         return RAD_OK;
     }
     case RAD_ROLE_KV:
@@ -172,7 +194,7 @@ int rad_issue(RadCtx *c, rad_op op, int64_t rows, const RadOperand *operands, in
         else a.param[p].i = p == e->range_index ? rows : pr->i;
     }
     for (int i = 0; i < n; i++)
-        if (bind_operand(c, e, op, i, &operands[i], rows, &a)) return c->status;
+        if (bind_operand(c, e, band->row, op, i, &operands[i], rows, &a)) return c->status;
     a.pool = eng->pool;
     a.n_threads = rad_pool_threads(eng->pool);
     a.parallel_for = rad_pool_parallel_for;
@@ -250,6 +272,44 @@ static int plan_scratch(RadEngine *e)
     e->scratch = aligned_alloc(64, (most + 63) / 64 * 64);
     if (!e->scratch)
         return rad_error_set(RAD_E_NOMEM, "out of memory for %zu bytes of kernel scratch", most);
+    return RAD_OK;
+}
+
+/* Give every selected row that relayouts weights its copies (rad_kernel.h):
+** one per (weight, relayout function), however many bands or ops share it. */
+static int relayout_weights(RadEngine *e)
+{
+    for (int i = 0; i < e->b.n_ops; i++) {
+        const RadOpEntry *op = &e->b.ops[i];
+        for (int k = 0; k < op->n_bands; k++) {
+            const RadKernelRow *row = op->bands[k].row;
+            if (!row || !row->relayout_bytes || !row->relayout) continue;
+            for (int n = 0; n < op->n_weights; n++) {
+                if (op->weights[n] < 0 || op->weights[n] >= e->b.n_weights) continue;
+                RadWeightEntry *w = &e->b.weights[op->weights[n]];
+                if (!w->present || relayout_copy(w, row)) continue;
+                RadTensor t;
+                weight_tensor(w, &t);
+                size_t bytes = row->relayout_bytes(&t);
+                if (!bytes) continue;
+                RadRelayoutCopy *grown = realloc(w->copies, (size_t)(w->n_copies + 1) * sizeof *grown);
+                if (!grown) return RAD_E_NOMEM;
+                w->copies = grown;
+                void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
+                if (!data)
+                    return rad_error_set(RAD_E_NOMEM, "out of memory for the %zu-byte %s layout of weight '%s'",
+                                         bytes, row->name, w->name);
+                int rc = row->relayout(&t, data);
+                if (rc) {
+                    free(data);
+                    return rad_error_set(rc, "kernel %s could not relayout weight '%s' (%s)", row->name, w->name,
+                                         rad_strerror(rc));
+                }
+                w->copies[w->n_copies++] = (RadRelayoutCopy){.relayout = row->relayout, .data = data, .bytes = bytes};
+                e->relayout_bytes += (int64_t)bytes;
+            }
+        }
+    }
     return RAD_OK;
 }
 
@@ -356,6 +416,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     e->pool = rad_pool_new(opt->n_threads > 0 ? opt->n_threads : rad_physical_cores());
     if (!e->pool) return fail_open(e, rad_error_set(RAD_E_NOMEM, "cannot start the thread pool (-t %d)", opt->n_threads));
     rc = plan_scratch(e);
+    if (!rc) rc = relayout_weights(e);
     if (rc) return fail_open(e, rc);
     rc = rad_kv_pool_init(&e->kv, &e->b, ctx->max_seqs, ctx->max_ctx, ctx->max_tok, ctx->kv_enc);
     if (rc) return fail_open(e, rc);
@@ -576,8 +637,10 @@ void rad_engine_print_plan(const RadEngine *e, FILE *f)
             e->kv.n_groups ? e->kv.groups[0].block_size : 0, rad_encoding_info(e->ctx.kv_enc)->name,
             e->ctx.max_seqs, e->ctx.max_ctx);
     fprintf(f, "  kernel scratch              %12lld bytes\n", (long long)e->scratch_bytes);
+    fprintf(f, "  relayouted weights          %12lld bytes (kernels' own layouts, copied at load)\n",
+            (long long)e->relayout_bytes);
     fprintf(f, "  total                       %12lld bytes\n",
-            (long long)(weights + e->arena_bytes + e->kv.bytes + (int64_t)e->scratch_bytes));
+            (long long)(weights + e->arena_bytes + e->kv.bytes + (int64_t)e->scratch_bytes + e->relayout_bytes));
     for (int i = 0; i < e->b.n_buffers; i++) {
         const RadBufferEntry *b = &e->b.buffers[i];
         fprintf(f, "    %-16s %10lld bytes at %10lld, ops %d..%d%s\n", b->name, (long long)b->bytes,

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define RAD_KERNEL_ABI_VERSION 1
+#define RAD_KERNEL_ABI_VERSION 2
 #define RAD_MAX_PARAMS 12
 #define RAD_MAX_OPERANDS 8
 #define RAD_MAX_CONSTRAINTS 6
@@ -83,7 +83,11 @@ typedef struct RadTensor {
     int rank;
     int64_t shape[4];       /* outermost first, as PyTorch */
     int64_t row_bytes;      /* bytes from one row (dim 0 index) to the next */
+    int layout;             /* weights: RAD_LAYOUT_STORED, or RAD_LAYOUT_KERNEL when the
+                            ** data is the launching row's own relayout copy */
 } RadTensor;
+
+enum { RAD_LAYOUT_STORED = 0, RAD_LAYOUT_KERNEL = 1 };
 
 /* One layer's view of the paged KV cache, prepared by the core each step.
 ** Position p of batch sequence s lives in slot
@@ -162,10 +166,14 @@ typedef struct RadKernelRow {
     ** the band's upper edge), n_threads set and no operands; a launch then
     ** gets at least that much in args->scratch, shared by its tasks. */
     size_t (*scratch_bytes)(const RadKernelArgs *args);
-    /* Optional weight relayout: at load the core gives each RAD_ROLE_WEIGHT
-    ** operand this kernel reads to relayout_bytes (0 = keep as stored), then
-    ** to relayout, which writes the kernel's own layout into `dst`; the copy
-    ** is counted in the memory plan and the container's bytes stay canonical. */
+    /* Optional weight relayout: at load the core gives each weight an op
+    ** declares (RAD_OP's weights) to the relayout_bytes of every row selected
+    ** for the op (0 = keep as stored), then to relayout, which writes the
+    ** kernel's own layout into `dst` (64-byte aligned).  The row's launches
+    ** then get that copy with layout = RAD_LAYOUT_KERNEL.  Rows sharing one
+    ** relayout function share one copy; other ops reading the same weight
+    ** (an embedding tied to the output) still get the stored bytes.  The
+    ** copies are counted in the memory plan; the container stays canonical. */
     size_t (*relayout_bytes)(const RadTensor *weight);
     int (*relayout)(const RadTensor *weight, void *dst);
 } RadKernelRow;

@@ -46,6 +46,7 @@ size_t cpu_act_row_bytes(int fmt, int64_t K)
     case CPU_ACT_Q8_0: return (size_t)(K / 32) * CPU_Q8_0_BYTES;
     case CPU_ACT_Q8_1: return (size_t)(K / 32) * CPU_Q8_1_BYTES;
     case CPU_ACT_Q8_K: return (size_t)(K / 256) * 292;
+    case CPU_ACT_Q8_0_SUMS: return cpu_act_sums_offset(K) + (size_t)(K / 32) * 4;
     default: return 0;
     }
 }
@@ -60,9 +61,10 @@ static size_t act_stride(int fmt, int64_t K) { return round_up(cpu_act_row_bytes
 static size_t gemm_scratch(int64_t M, int64_t K, int64_t enc)
 {
     if (M <= 0 || K <= 0 || M > INT32_MAX / 2 || K > INT32_MAX || enc < 0 || enc >= RAD_ENC_COUNT) return 0;
-    const CpuEncKernels *k = &cpu_enc[enc];
-    if (!k->dot || k->act_fmt == CPU_ACT_F32) return 0;
-    return (size_t)M * act_stride(k->act_fmt, K) + ROW_ALIGN;
+    const CpuEncKernels *k = &cpu_enc[enc], *x8 = &cpu_enc_x8[enc];
+    size_t row = k->dot && k->act_fmt != CPU_ACT_F32 ? act_stride(k->act_fmt, K) : 0;
+    if (x8->tile && act_stride(x8->act_fmt, K) > row) row = act_stride(x8->act_fmt, K);    /* relayouted weights */
+    return row ? (size_t)M * row + ROW_ALIGN : 0;
 }
 
 size_t cpu_gemm_nt_scratch(const RadKernelArgs *a)
@@ -207,6 +209,9 @@ static int gemm(const RadKernelArgs *a, int64_t N, int64_t K, int64_t enc, const
     if (M <= 0 || N <= 0 || K <= 0) return RAD_E_SHAPE;
     if ((rc = ref_check_act(x, M, K)) || (rc = check_weight(w, N, K)) || (rc = ref_check_act(out, M, N))) return rc;
     if (w->enc != enc) return RAD_E_ARG;
+    /* our own copy (x8.c) comes only from our relayout, so it has its shape */
+    const int x8 = w->layout == RAD_LAYOUT_KERNEL;
+    if (x8 && (!cpu_enc_x8[enc].tile || N % CPU_X8_ROWS)) return RAD_E_ARG;
     if (bias && bias->data) {
         if (bias->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
         if (bias->rank != 1 || bias->shape[0] != N) return RAD_E_SHAPE;
@@ -216,7 +221,7 @@ static int gemm(const RadKernelArgs *a, int64_t N, int64_t K, int64_t enc, const
 
     GemmJob j;
     memset(&j, 0, sizeof j);
-    j.k = &cpu_enc[enc];
+    j.k = x8 ? &cpu_enc_x8[enc] : &cpu_enc[enc];
     j.M = M;
     j.N = N;
     j.K = K;

@@ -67,6 +67,8 @@ const char *cpu_isa_name(int isa);
 **   F16 / BF16 / F32 rows of K elements. */
 typedef enum CpuActFormat {
     CPU_ACT_F32 = 0, CPU_ACT_F16, CPU_ACT_BF16, CPU_ACT_Q8_0, CPU_ACT_Q8_1, CPU_ACT_Q8_K,
+    CPU_ACT_Q8_0_SUMS,      /* Q8_0, then each block's int32 sum of codes
+                            ** (4-aligned): q4_0's offset for the x8 tiles */
     CPU_ACT_COUNT
 } CpuActFormat;
 
@@ -123,6 +125,26 @@ typedef struct CpuEncKernels {
 } CpuEncKernels;
 
 extern CpuEncKernels cpu_enc[RAD_ENC_COUNT];
+
+/* ---------------------------------------------- the x8 weight layout */
+
+/* x8.c: weights relayouted at load (rad_kernel.h, relayout) into groups of
+** eight rows interleaved block by block, so one 32-byte load holds four
+** bytes of each of the eight rows and a tile computes eight outputs in the
+** lanes of one register (x8.c describes the layout).  An encoding has the
+** layout when cpu_enc_x8[enc].tile is set, by the ISA fill functions; its
+** tiles take n_w = 8 always (the weight's N is a multiple of 8), K in
+** elements, and the activation format cpu_enc_x8[enc].act_fmt. */
+#define CPU_X8_ROWS 8
+extern CpuEncKernels cpu_enc_x8[RAD_ENC_COUNT];
+size_t cpu_relayout_bytes(const RadTensor *weight);
+/* CPU_ACT_Q8_0_SUMS rows: where the block sums start, and the converter. */
+static inline size_t cpu_act_sums_offset(int64_t K) { return ((size_t)(K / 32) * CPU_Q8_0_BYTES + 3) / 4 * 4; }
+void cpu_act_q8_0_sums(const float *x, void *dst, int64_t K);
+int cpu_relayout(const RadTensor *weight, void *dst);
+#if defined(__x86_64__)
+void cpu_fill_x8_avx2(void);
+#endif
 
 /* Fill functions, one per (family, ISA) file.  Each writes only the entries
 ** of the encodings (and activation formats) it accelerates. */

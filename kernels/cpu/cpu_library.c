@@ -8,6 +8,9 @@
 **
 ** init picks the ISA level (cpu_features.c) and fills the dispatch tables:
 ** portable kernels for everything, then each ISA level's files over them.
+** The GEMM rows relayout q4_0 and q4_1 weights whose N is a multiple of 8
+** into the x8 layout (x8.c) when the level has x8 tiles (AVX2 and up); the
+** decode and prefill rows share the one copy.
 ** Launch functions are referenced weakly: a row whose kernel is not built
 ** into this library is left out of the table at init (the core then uses ref
 ** for that op, and tests/ops/test_cpu.c fails, since it requires every op).
@@ -47,6 +50,7 @@ WEAK void cpu_fill_kquants_avx2(void);
 WEAK void cpu_fill_float_avx512(void);
 WEAK void cpu_fill_q32_avx512(void);
 WEAK void cpu_fill_kquants_avx512(void);
+WEAK void cpu_fill_x8_avx2(void);
 #endif
 #if defined(__aarch64__)
 WEAK void cpu_fill_float_neon(void);
@@ -76,7 +80,8 @@ CpuActQuantFn cpu_act_quant[CPU_ACT_COUNT];
     {.op = opname, .name = opname, .priority = PRIORITY, .domain = RAD_DOMAIN_HOST, .launch = fn}
 #define GEMM(opname, rowname, band, encs, fn, scratch) \
     {.op = opname, .name = rowname, .n_constraints = 2, .constraints = {band, encs}, \
-     .priority = PRIORITY, .domain = RAD_DOMAIN_HOST, .launch = fn, .scratch_bytes = scratch}
+     .priority = PRIORITY, .domain = RAD_DOMAIN_HOST, .launch = fn, .scratch_bytes = scratch, \
+     .relayout_bytes = cpu_relayout_bytes, .relayout = cpu_relayout}
 
 /* Every row this library can offer; init copies those whose launch exists. */
 static const RadKernelRow all_rows[] = {
@@ -118,6 +123,7 @@ static void fill_tables(int isa)
 {
     memset(cpu_enc, 0, sizeof cpu_enc);
     memset(cpu_act_quant, 0, sizeof cpu_act_quant);
+    memset(cpu_enc_x8, 0, sizeof cpu_enc_x8);
     fill(cpu_fill_float_portable);
     fill(cpu_fill_q32_portable);
     fill(cpu_fill_kquants_portable);
@@ -126,6 +132,7 @@ static void fill_tables(int isa)
         fill(cpu_fill_float_avx2);
         fill(cpu_fill_q32_avx2);
         fill(cpu_fill_kquants_avx2);
+        fill(cpu_fill_x8_avx2);
     }
     if (isa >= CPU_ISA_AVX512) {
         fill(cpu_fill_float_avx512);

@@ -18,6 +18,8 @@
 **   - the converted activation rows (Q8_0, Q8_1, Q8_K, F16, BF16) are the
 **     same bytes at every level, and Q8_0 / Q8_1 are the bytes of ggml's x86
 **     quantizer as this file restates it independently;
+**   - where a row relayouts the weight (the x8 layout of q4_0 / q4_1 at
+**     avx2 and up), all of the above again through the relayouted copy;
 **   - bad calls return error codes.
 **
 ** Plain C with no test framework, so that the same file runs on arm64 under
@@ -179,6 +181,7 @@ typedef struct Gemm {
     int64_t x_stride;
     const void *w;
     int64_t w_row_bytes;
+    const void *w_kernel;   /* the row's relayout copy of w to launch with, or NULL */
     const float *bias;
     double softcap;
     float *out;
@@ -218,6 +221,10 @@ static RadKernelArgs gemm_args(const RadKernelLibrary *lib, const Gemm *g)
     w->shape[0] = g->N;
     w->shape[1] = g->K;
     w->row_bytes = g->w_row_bytes;
+    if (g->w_kernel) {
+        w->data = (void *)g->w_kernel;
+        w->layout = RAD_LAYOUT_KERNEL;
+    }
     if (g->bias) {
         RadTensor *b = &a.operand[operand_index(a.schema, "bias")];
         b->data = (void *)g->bias;
@@ -554,8 +561,8 @@ static void same_rounding_product(const Gemm *g, float *out)
 ** near zero dominates it), so the 5e-4 bound applies per M from
 ** MIN_OUTPUTS outputs on, and always to the outputs of all five M pooled. */
 static void check_case(const char *isa, const char *op, int enc, Shape s, const float *x, int64_t xs,
-                       const void *w, int64_t wrb, const float *bias, double softcap, const float *ref_out,
-                       int64_t os)
+                       const void *w, int64_t wrb, const void *w_kernel, const float *bias, double softcap,
+                       const float *ref_out, int64_t os)
 {
     int64_t Mmax = Ms[N_M - 1];
     float *out = xmalloc((size_t)(Mmax * os) * sizeof(float));
@@ -563,7 +570,7 @@ static void check_case(const char *isa, const char *op, int enc, Shape s, const 
     float *one = xmalloc((size_t)(Mmax * os) * sizeof(float));
     float *exact = xmalloc((size_t)(Mmax * os) * sizeof(float));
     Gemm g = {.op = op, .N = s.N, .K = s.K, .enc = enc, .x = x, .x_stride = xs, .w = w, .w_row_bytes = wrb,
-              .bias = bias, .softcap = softcap, .out = out, .out_stride = os};
+              .w_kernel = w_kernel, .bias = bias, .softcap = softcap, .out = out, .out_stride = os};
     double pooled_num = 0, pooled_den = 0;
     int ran = 0;
     const char *extra = bias ? " +bias" : softcap > 0 ? " +softcap" : "";
@@ -647,6 +654,9 @@ static void check_case(const char *isa, const char *op, int enc, Shape s, const 
     free(exact);
 }
 
+/* Encodings whose relayouted products ran at the avx2 level. */
+static unsigned long long relayout_tested;
+
 static void test_products(void)
 {
     int encs[64];
@@ -655,12 +665,16 @@ static void test_products(void)
     int64_t Mmax = Ms[N_M - 1];
     for (int e = 0; e < n_enc; e++) {
         int enc = encs[e];
-        Shape shapes[3];
-        if (is_float(enc)) shapes[0] = (Shape){13, 75}, shapes[1] = (Shape){67, 512}, shapes[2] = (Shape){1, 40};
-        else if (is_block32(enc)) shapes[0] = (Shape){13, 96}, shapes[1] = (Shape){67, 512}, shapes[2] = (Shape){1, 64};
-        else shapes[0] = (Shape){13, 256}, shapes[1] = (Shape){67, 768}, shapes[2] = (Shape){1, 512};
+        /* ragged N, a strided shape, N = 1, and N a multiple of 8 (the x8 layout) */
+        Shape shapes[4];
+        if (is_float(enc))
+            shapes[0] = (Shape){13, 75}, shapes[1] = (Shape){67, 512}, shapes[2] = (Shape){1, 40}, shapes[3] = (Shape){16, 64};
+        else if (is_block32(enc))
+            shapes[0] = (Shape){13, 96}, shapes[1] = (Shape){67, 512}, shapes[2] = (Shape){1, 64}, shapes[3] = (Shape){24, 160};
+        else
+            shapes[0] = (Shape){13, 256}, shapes[1] = (Shape){67, 768}, shapes[2] = (Shape){1, 512}, shapes[3] = (Shape){16, 512};
         int enc_fail = n_fail;
-        for (int si = 0; si < 3; si++) {
+        for (int si = 0; si < 4; si++) {
             Shape s = shapes[si];
             int64_t xs = s.K + (si == 1 ? 5 : 0), os = s.N + (si == 1 ? 3 : 0);
             float *x = make_x(Mmax, s.K, xs, 100u + (uint32_t)(enc * 7 + si));
@@ -692,7 +706,20 @@ static void test_products(void)
                 }
                 for (int i = 0; i < N_ISA; i++) {
                     if (cpu_set_isa(isas[i]) != 0) continue;
-                    check_case(isas[i], g.op, enc, s, x, xs, w, wrb, g.bias, g.softcap, want, os);
+                    check_case(isas[i], g.op, enc, s, x, xs, w, wrb, NULL, g.bias, g.softcap, want, os);
+                    /* the same through the row's own weight layout, where it makes one */
+                    RadKernelArgs a = gemm_args(cpu, &g);
+                    const RadKernelRow *row = pick_row(cpu, &a);
+                    const RadTensor *wt = &a.operand[operand_index(a.schema, "w")];
+                    size_t bytes = row && row->relayout_bytes ? row->relayout_bytes(wt) : 0;
+                    if (!bytes) continue;
+                    void *copy = xmalloc(bytes);
+                    char label[64];
+                    snprintf(label, sizeof label, "%s relayout", isas[i]);
+                    if (row->relayout(wt, copy) != RAD_OK) FAIL("%s: relayout of %s failed", label, enc_name(enc));
+                    else check_case(label, g.op, enc, s, x, xs, w, wrb, copy, g.bias, g.softcap, want, os);
+                    if (strcmp(isas[i], "avx2") == 0 && enc < 64) relayout_tested |= 1ull << enc;
+                    free(copy);
                 }
             }
             free(want);
@@ -796,6 +823,11 @@ int main(int argc, char **argv)
 
     test_act_formats();
     test_products();
+    if (cpu_set_isa("avx2") == 0) {
+        n_check++;
+        CHECK((relayout_tested >> RAD_ENC_Q4_0 & 1) && (relayout_tested >> RAD_ENC_Q4_1 & 1),
+              "avx2: the q4_0 and q4_1 products were not run through the x8 relayout");
+    }
     test_bad_calls();
 
     printf("%d checks, %d failed\n", n_check, n_fail);

@@ -1,0 +1,98 @@
+/*
+** x8.c: the cpu library's own weight layout, made at load by the relayout
+** hook (rad_kernel.h), for q4_0 and q4_1.
+**
+** Why.  A 4-bit decode product is bound by arithmetic, not memory, on a
+** small machine: in the stored layout every (weight row, block) pair pays
+** for unpacking, an int-to-float conversion, a scale and an accumulator of
+** its own, and every output ends in a lane reduction.  Interleaving eight
+** rows lets one register hold four codes of each of eight rows, one integer
+** multiply-add serve all eight, and the eight outputs finish in the lanes of
+** one float register: no reduction, one conversion and one scale per block
+** for eight rows.  (llama.cpp's CPU backend repacks for the same reason.)
+**
+** The layout.  Rows are taken eight at a time (the weight's N must be a
+** multiple of 8, its rows packed).  Group g (rows 8g .. 8g+7) is stored as
+** its blocks in order, each block b as
+**
+**     the block's 2-byte fields, field by field, the eight rows' values in
+**     row order (q4_0: d; q4_1: d, then m)                 16 or 32 bytes
+**     the 16 code bytes, in four chunks of 32 bytes: chunk j holds bytes
+**     4j .. 4j+3 of row 0, then of row 1, ... of row 7        128 bytes
+**
+** so a group block is exactly eight stored blocks long, group g starts
+** where row 8g did, and the copy is as big as the weight.  Within a 32-bit
+** lane r of chunk j the low nibbles are elements 4j .. 4j+3 of row r and the
+** high nibbles elements 4j+16 .. 4j+19, as in the stored block.
+**
+** The tiles (dot_x8_*.c) sum the codes times the activation codes exactly
+** in integers per block, then scale once per block; so a result is the same
+** bits for any thread count or tile height, though not the bits of the
+** stored-layout kernels, whose float order is ggml's.
+*/
+#include <string.h>
+
+#include "cpu_internal.h"
+
+CpuEncKernels cpu_enc_x8[RAD_ENC_COUNT];
+
+/* The stored block of an encoding with the x8 layout: bytes and 2-byte fields. */
+static int block_fields(int enc, int *block_bytes)
+{
+    switch (enc) {
+    case RAD_ENC_Q4_0: *block_bytes = 18; return 1;
+    case RAD_ENC_Q4_1: *block_bytes = 20; return 2;
+    default: return 0;
+    }
+}
+
+/* Whether weight w gets the x8 layout from this library as it stands. */
+size_t cpu_relayout_bytes(const RadTensor *w)
+{
+    int block;
+    if (!w || !w->data || w->enc < 0 || w->enc >= RAD_ENC_COUNT || !cpu_enc_x8[w->enc].tile) return 0;
+    if (!block_fields(w->enc, &block) || w->rank != 2) return 0;
+    int64_t N = w->shape[0], K = w->shape[1];
+    if (N < CPU_X8_ROWS || N % CPU_X8_ROWS || K <= 0 || K % 32) return 0;
+    if (w->row_bytes != (K / 32) * block) return 0;     /* padded rows keep the stored layout */
+    if (N > INT64_MAX / w->row_bytes) return 0;
+    return (size_t)(N * w->row_bytes);
+}
+
+int cpu_relayout(const RadTensor *w, void *dst)
+{
+    int block, fields = block_fields(w->enc, &block);
+    size_t bytes = cpu_relayout_bytes(w);
+    if (!bytes || !fields || !dst) return RAD_E_ARG;
+    const int64_t N = w->shape[0], nb = w->shape[1] / 32;
+    const int head = 2 * fields, codes = block - head;     /* codes: 16 */
+    const unsigned char *src = w->data;
+    unsigned char *out = dst;
+    for (int64_t g = 0; g < N / CPU_X8_ROWS; g++) {
+        for (int64_t b = 0; b < nb; b++) {
+            for (int f = 0; f < fields; f++)
+                for (int r = 0; r < CPU_X8_ROWS; r++)
+                    memcpy(out + f * 16 + r * 2, src + (g * CPU_X8_ROWS + r) * w->row_bytes + b * block + f * 2, 2);
+            out += 16 * fields;
+            for (int j = 0; j < codes / 4; j++)
+                for (int r = 0; r < CPU_X8_ROWS; r++, out += 4)
+                    memcpy(out, src + (g * CPU_X8_ROWS + r) * w->row_bytes + b * block + head + 4 * j, 4);
+        }
+    }
+    return RAD_OK;
+}
+
+/* CPU_ACT_Q8_0_SUMS: the Q8_0 row as the current level converts it, then
+** the blocks' code sums, for q4_0's offset (sum (w - 8) a = sum w a - 8 sum a). */
+void cpu_act_q8_0_sums(const float *x, void *dst, int64_t K)
+{
+    cpu_act_quant[CPU_ACT_Q8_0](x, dst, K);
+    const int64_t nb = K / 32;
+    const signed char *q = (const signed char *)dst;
+    unsigned char *sums = (unsigned char *)dst + cpu_act_sums_offset(K);
+    for (int64_t b = 0; b < nb; b++) {
+        int32_t s = 0;
+        for (int i = 0; i < 32; i++) s += q[b * CPU_Q8_0_BYTES + 2 + i];
+        memcpy(sums + 4 * b, &s, 4);
+    }
+}
