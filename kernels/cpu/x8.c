@@ -1,6 +1,6 @@
 /*
 ** x8.c: the cpu library's own weight layout, made at load by the relayout
-** hook (rad_kernel.h), for q4_0 and q4_1.
+** hook (rad_kernel.h), for q4_0, q4_1 and q8_0.
 **
 ** Why.  A 4-bit decode product is bound by arithmetic, not memory, on a
 ** small machine: in the stored layout every (weight row, block) pair pays
@@ -17,13 +17,19 @@
 **
 **     the block's 2-byte fields, field by field, the eight rows' values in
 **     row order (q4_0: d; q4_1: d, then m)                 16 or 32 bytes
-**     the 16 code bytes, in four chunks of 32 bytes: chunk j holds bytes
-**     4j .. 4j+3 of row 0, then of row 1, ... of row 7        128 bytes
+**     the code bytes (16, q8_0: 32), in chunks of 32 bytes: chunk j holds
+**     bytes 4j .. 4j+3 of row 0, then of row 1, ... of row 7  128 / 256 bytes
 **
 ** so a group block is exactly eight stored blocks long, group g starts
 ** where row 8g did, and the copy is as big as the weight.  Within a 32-bit
 ** lane r of chunk j the low nibbles are elements 4j .. 4j+3 of row r and the
-** high nibbles elements 4j+16 .. 4j+19, as in the stored block.
+** high nibbles elements 4j+16 .. 4j+19, as in the stored block; for q8_0
+** lane r of chunk j is elements 4j .. 4j+3 of row r.
+**
+** Why q8_0 too: it is memory-bound, and eight interleaved rows are one
+** sequential stream where the stored layout's tile reads four rows side by
+** side; the logits product over a large vocabulary is most of a small
+** model's decode.
 **
 ** The tiles (dot_x8_*.c) sum the codes times the activation codes exactly
 ** in integers per block, then scale once per block; so a result is the same
@@ -42,6 +48,7 @@ static int block_fields(int enc, int *block_bytes)
     switch (enc) {
     case RAD_ENC_Q4_0: *block_bytes = 18; return 1;
     case RAD_ENC_Q4_1: *block_bytes = 20; return 2;
+    case RAD_ENC_Q8_0: *block_bytes = 34; return 1;
     default: return 0;
     }
 }
@@ -65,7 +72,7 @@ int cpu_relayout(const RadTensor *w, void *dst)
     size_t bytes = cpu_relayout_bytes(w);
     if (!bytes || !fields || !dst) return RAD_E_ARG;
     const int64_t N = w->shape[0], nb = w->shape[1] / 32;
-    const int head = 2 * fields, codes = block - head;     /* codes: 16 */
+    const int head = 2 * fields, codes = block - head;     /* codes: 16, or 32 for q8_0 */
     const unsigned char *src = w->data;
     unsigned char *out = dst;
     for (int64_t g = 0; g < N / CPU_X8_ROWS; g++) {
