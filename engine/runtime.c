@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MAX_LIBS 8
 
@@ -275,6 +276,19 @@ static int plan_scratch(RadEngine *e)
     return RAD_OK;
 }
 
+/* A relayout copy: 64-byte aligned; a large one on 2 MiB boundaries and
+** asking for transparent huge pages, since a decode step streams through
+** all of it (fewer TLB misses, fewer page faults while it is written). */
+static void *alloc_copy(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge) return aligned_alloc(64, (bytes + 63) / 64 * 64);
+    size_t rounded = (bytes + huge - 1) / huge * huge;
+    void *data = aligned_alloc(huge, rounded);
+    if (data) (void)madvise(data, rounded, MADV_HUGEPAGE);   /* advice only: fine if refused */
+    return data;
+}
+
 /* Give every selected row that relayouts weights its copies (rad_kernel.h):
 ** one per (weight, relayout function), however many bands or ops share it. */
 static int relayout_weights(RadEngine *e)
@@ -295,7 +309,7 @@ static int relayout_weights(RadEngine *e)
                 RadRelayoutCopy *grown = realloc(w->copies, (size_t)(w->n_copies + 1) * sizeof *grown);
                 if (!grown) return RAD_E_NOMEM;
                 w->copies = grown;
-                void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
+                void *data = alloc_copy(bytes);
                 if (!data)
                     return rad_error_set(RAD_E_NOMEM, "out of memory for the %zu-byte %s layout of weight '%s'",
                                          bytes, row->name, w->name);

@@ -234,6 +234,7 @@ static int gemm(const RadKernelArgs *a, int64_t N, int64_t K, int64_t enc, const
     j.bias = bias && bias->data ? bias->data : NULL;
     j.softcap = (float)softcap;
     if (N == 1 || w->rank == 1) j.w_stride = (size_t)rad_encoding_row_bytes(enc, K);
+    if (x8) j.w_stride = (size_t)cpu_x8_row_bytes(enc, K);
     if (M == 1) j.out_stride = (size_t)N;
 
     int n_threads = a->parallel_for && a->n_threads > 1 ? a->n_threads : 1;

@@ -138,6 +138,14 @@ extern CpuEncKernels cpu_enc[RAD_ENC_COUNT];
 #define CPU_X8_ROWS 8
 extern CpuEncKernels cpu_enc_x8[RAD_ENC_COUNT];
 size_t cpu_relayout_bytes(const RadTensor *weight);
+/* The copy's bytes per weight row: its stride when rows are counted in
+** groups of 8 (row 8g's address is the group's). */
+int64_t cpu_x8_row_bytes(int enc, int64_t K);
+/* q4_k's group super-block (x8.c): offsets of its parts, and its size. */
+enum {
+    X8_Q4K_D = 0, X8_Q4K_DMIN = 16, X8_Q4K_SCALES = 32, X8_Q4K_MINS = 96, X8_Q4K_CODES = 160,
+    X8_Q4K_GROUP_BYTES = 160 + 1024
+};
 /* CPU_ACT_Q8_0_SUMS rows: where the block sums start, and the converter. */
 static inline size_t cpu_act_sums_offset(int64_t K) { return ((size_t)(K / 32) * CPU_Q8_0_BYTES + 3) / 4 * 4; }
 void cpu_act_q8_0_sums(const float *x, void *dst, int64_t K);

@@ -1,6 +1,6 @@
 /*
-** dot_x8_avx2.c: q4_0, q4_1 and q8_0 products over the x8 layout (x8.c)
-** with AVX2, FMA and F16C (q8_0: block_q8 below).
+** dot_x8_avx2.c: q4_0, q4_1, q8_0 and q4_k products over the x8 layout
+** (x8.c) with AVX2, FMA and F16C (q8_0: block_q8, q4_k: tile_q4k_rc below).
 **
 ** A tile is R activation rows (1 to 4) by one group of eight weight rows.
 ** Per block, chunk j of the group gives lane r the four code bytes 4j..4j+3
@@ -29,6 +29,13 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define TILE_ACT 4
+/* How far ahead of the loads a tile asks for weight lines (bytes).  The
+** hardware prefetchers stop at 4 KiB page edges, and a decode product is one
+** long stream per thread; 512 to 1024 measured best on the 7B row of
+** docs/BENCHMARKS.md (decode +20%), 2048 and up helped less. */
+#ifndef X8_PREFETCH
+#define X8_PREFETCH 1024
+#endif
 
 enum { X8_Q4_0, X8_Q4_1, X8_Q8_0 };
 
@@ -55,6 +62,7 @@ ALWAYS_INLINE void block_q4(const int R, const unsigned char *codes, const unsig
     for (int r = 0; r < R; r++) s[r] = _mm256_setzero_si256();
     for (int j = 0; j < 4; j++) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(codes + 32 * j));
+        if (j % 2 == 0) _mm_prefetch((const char *)(codes + 32 * j) + X8_PREFETCH, _MM_HINT_T0);
         __m256i lo = _mm256_and_si256(v, low4);
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
         for (int r = 0; r < R; r++) {
@@ -75,6 +83,7 @@ ALWAYS_INLINE void block_q8(const int R, const unsigned char *codes, const unsig
     for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
     for (int j = 0; j < 8; j++) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(codes + 32 * j));
+        if (j % 2 == 0) _mm_prefetch((const char *)(codes + 32 * j) + X8_PREFETCH, _MM_HINT_T0);
         __m256i u = _mm256_sign_epi8(v, v);
         for (int r = 0; r < R; r++) {
             __m256i p = _mm256_maddubs_epi16(u, _mm256_sign_epi8(bcast32(y[r] + 4 * j), v));
@@ -118,6 +127,116 @@ ALWAYS_INLINE void tile_rc(const int kind, const int R, int64_t K, const unsigne
     for (int r = 0; r < R; r++) _mm256_storeu_ps(out + r * os, acc[r]);
 }
 
+/* Eight rows' scales of one sub-block (bytes) as int16 pairs (sc, sc). */
+ALWAYS_INLINE __m256i scale_pairs(const unsigned char *scales)
+{
+    __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)scales));
+    return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+}
+
+/* q4_k: per super-block and sub-block s, lane r gets the exact int16 sums
+** of codes x activation codes as for q4_0 (pieces 8c .. 8c + 7 hold the
+** sub-block pair 2c, 2c + 1: low nibbles then high, in two passes so four
+** activation rows fit the registers), then vpmaddwd with the scale pair
+** (sc, sc) folds the sub-block into the int32 sum:
+**   isum = sum_s sc[s] * sum(q * a),   msum = sum_s m[s] * sum(a over s)
+** (the activation's sums over a sub-block from Q8_K's bsums), and per
+** super-block acc += d_w * d_a * isum - dmin_w * d_a * msum. */
+ALWAYS_INLINE void tile_q4k_rc(const int R, int64_t K, const unsigned char *w, const unsigned char *a, size_t as,
+                               float *out, size_t os)
+{
+    const int64_t nb = K / 256;
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[TILE_ACT];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const unsigned char *g = w + b * X8_Q4K_GROUP_BYTES, *codes = g + X8_Q4K_CODES;
+        __m256i isum[TILE_ACT];
+        for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+        if (R <= 2) {
+            /* one pass over each piece: both nibbles, sub-blocks 2c and 2c + 1 */
+            for (int c = 0; c < 4; c++) {
+                __m256i s16[2][2];
+                for (int r = 0; r < R; r++) s16[r][0] = s16[r][1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+                for (int p = 0; p < 8; p++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(codes + 32 * (8 * c + p)));
+                    if (p % 2 == 0) _mm_prefetch((const char *)(codes + 32 * (8 * c + p)) + X8_PREFETCH, _MM_HINT_T0);
+                    __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                    for (int r = 0; r < R; r++) {
+                        const unsigned char *y = a + r * as + b * 292 + 4 + 64 * c + 4 * p;
+                        s16[r][0] = _mm256_add_epi16(s16[r][0], _mm256_maddubs_epi16(lo, bcast32(y)));
+                        s16[r][1] = _mm256_add_epi16(s16[r][1], _mm256_maddubs_epi16(hi, bcast32(y + 32)));
+                    }
+                }
+                for (int h = 0; h < 2; h++) {
+                    __m256i sc = scale_pairs(g + X8_Q4K_SCALES + 8 * (2 * c + h));
+                    for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(s16[r][h], sc));
+                }
+            }
+        } else {
+            /* two passes (low nibbles, then high) so four rows' sums fit the registers */
+            for (int sub = 0; sub < 8; sub++) {
+                const int c = sub / 2, high = sub & 1;
+                __m256i s16[TILE_ACT];
+                for (int r = 0; r < R; r++) s16[r] = _mm256_setzero_si256();
+                for (int p = 0; p < 8; p++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(codes + 32 * (8 * c + p)));
+                    if (!high && p % 2 == 0)
+                        _mm_prefetch((const char *)(codes + 32 * (8 * c + p)) + X8_PREFETCH, _MM_HINT_T0);
+                    __m256i q = _mm256_and_si256(high ? _mm256_srli_epi16(v, 4) : v, low4);
+                    for (int r = 0; r < R; r++) {
+                        const unsigned char *y = a + r * as + b * 292 + 4 + 32 * sub + 4 * p;
+                        s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(q, bcast32(y)));
+                    }
+                }
+                __m256i sc = scale_pairs(g + X8_Q4K_SCALES + 8 * sub);
+                for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(s16[r], sc));
+            }
+        }
+        __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + X8_Q4K_D)));
+        __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + X8_Q4K_DMIN)));
+        for (int r = 0; r < R; r++) {
+            const unsigned char *ab = a + r * as + b * 292;
+            /* the activation's sub-block sums, pairs (2t, 2t + 1) as int32 t */
+            __m128i bsums_lo = _mm_loadu_si128((const __m128i *)(const void *)(ab + 260));
+            __m128i bsums_hi = _mm_loadu_si128((const __m128i *)(const void *)(ab + 276));
+            __m128i asum = _mm_hadd_epi16(bsums_lo, bsums_hi);
+            __m256i msum = _mm256_setzero_si256();
+            for (int t = 0; t < 4; t++) {
+                __m256i m = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(g + X8_Q4K_MINS + 16 * t)));
+                __m256i pair;
+                switch (t) {    /* the lane index must be a constant */
+                case 0: pair = _mm256_set1_epi32(_mm_extract_epi32(asum, 0)); break;
+                case 1: pair = _mm256_set1_epi32(_mm_extract_epi32(asum, 1)); break;
+                case 2: pair = _mm256_set1_epi32(_mm_extract_epi32(asum, 2)); break;
+                default: pair = _mm256_set1_epi32(_mm_extract_epi32(asum, 3)); break;
+                }
+                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(m, pair));
+            }
+            float da;
+            memcpy(&da, ab, 4);
+            __m256 vda = _mm256_set1_ps(da);
+            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, vda), _mm256_cvtepi32_ps(isum[r]), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, vda), _mm256_cvtepi32_ps(msum), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) _mm256_storeu_ps(out + r * os, acc[r]);
+}
+
+static void tile_q4_k_x8(int64_t K, const void *w, size_t ws, int n_w, const void *act, size_t as, int n_act,
+                         float *out, size_t os)
+{
+    (void)ws, (void)n_w;
+    switch (n_act) {
+    case 1: tile_q4k_rc(1, K, w, act, as, out, os); break;
+    case 2: tile_q4k_rc(2, K, w, act, as, out, os); break;
+    case 3: tile_q4k_rc(3, K, w, act, as, out, os); break;
+    case 4: tile_q4k_rc(4, K, w, act, as, out, os); break;
+    default: break;
+    }
+}
+
 ALWAYS_INLINE void tile_any(const int kind, int64_t K, const void *w, const void *act, size_t as, int n_act,
                             float *out, size_t os)
 {
@@ -159,6 +278,8 @@ void cpu_fill_x8_avx2(void)
     cpu_enc_x8[RAD_ENC_Q4_1] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_1, .tile = tile_q4_1_x8,
                                                .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
     cpu_enc_x8[RAD_ENC_Q8_0] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_0, .tile = tile_q8_0_x8,
+                                               .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
+    cpu_enc_x8[RAD_ENC_Q4_K] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_K, .tile = tile_q4_k_x8,
                                                .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
 }
 #endif

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "kquants.h"
 
 CpuEncKernels cpu_enc_x8[RAD_ENC_COUNT];
 
@@ -53,24 +54,66 @@ static int block_fields(int enc, int *block_bytes)
     }
 }
 
+/* The x8 copy's bytes per row (an eighth of a group's), or 0. */
+int64_t cpu_x8_row_bytes(int enc, int64_t K)
+{
+    int block;
+    if (enc == RAD_ENC_Q4_K) return K % KQ_N ? 0 : K / KQ_N * (X8_Q4K_GROUP_BYTES / CPU_X8_ROWS);
+    if (!block_fields(enc, &block) || K % 32) return 0;
+    return K / 32 * block;
+}
+
 /* Whether weight w gets the x8 layout from this library as it stands. */
 size_t cpu_relayout_bytes(const RadTensor *w)
 {
-    int block;
     if (!w || !w->data || w->enc < 0 || w->enc >= RAD_ENC_COUNT || !cpu_enc_x8[w->enc].tile) return 0;
-    if (!block_fields(w->enc, &block) || w->rank != 2) return 0;
+    if (w->rank != 2) return 0;
     int64_t N = w->shape[0], K = w->shape[1];
-    if (N < CPU_X8_ROWS || N % CPU_X8_ROWS || K <= 0 || K % 32) return 0;
-    if (w->row_bytes != (K / 32) * block) return 0;     /* padded rows keep the stored layout */
-    if (N > INT64_MAX / w->row_bytes) return 0;
-    return (size_t)(N * w->row_bytes);
+    if (N < CPU_X8_ROWS || N % CPU_X8_ROWS || K <= 0) return 0;
+    int64_t row = cpu_x8_row_bytes(w->enc, K);
+    if (!row || w->row_bytes != rad_encoding_row_bytes(w->enc, K)) return 0; /* padded rows keep the stored layout */
+    if (N > INT64_MAX / row) return 0;
+    return (size_t)(N * row);
+}
+
+/* q4_k: per group super-block d[8], dmin[8] (f16), the six-bit scales as
+** bytes [sub-block][row], the offsets as byte pairs [pair t][row] =
+** (m[2t], m[2t+1]), then the 128 code bytes of each row in 32 pieces of
+** four bytes: piece 8c + p holds bytes 32c + 4p .. +3 of rows 0..7 (their
+** low nibbles are sub-block 2c, the high nibbles sub-block 2c + 1). */
+static void relayout_q4_k(const RadTensor *w, unsigned char *out)
+{
+    const int64_t N = w->shape[0], nb = w->shape[1] / KQ_N;
+    const unsigned char *src = w->data;
+    for (int64_t g = 0; g < N / CPU_X8_ROWS; g++) {
+        for (int64_t b = 0; b < nb; b++, out += X8_Q4K_GROUP_BYTES) {
+            for (int r = 0; r < CPU_X8_ROWS; r++) {
+                const unsigned char *blk = src + (g * CPU_X8_ROWS + r) * w->row_bytes + b * Q4K_BYTES;
+                uint8_t sc_m[16];
+                kq_unpack_k4_scales(blk + Q4K_SCALES, sc_m);
+                memcpy(out + X8_Q4K_D + 2 * r, blk + Q4K_D, 2);
+                memcpy(out + X8_Q4K_DMIN + 2 * r, blk + Q4K_DMIN, 2);
+                for (int s = 0; s < 8; s++) out[X8_Q4K_SCALES + 8 * s + r] = sc_m[s];
+                for (int t = 0; t < 4; t++) {
+                    out[X8_Q4K_MINS + 16 * t + 2 * r] = sc_m[8 + 2 * t];
+                    out[X8_Q4K_MINS + 16 * t + 2 * r + 1] = sc_m[8 + 2 * t + 1];
+                }
+                for (int piece = 0; piece < 32; piece++)
+                    memcpy(out + X8_Q4K_CODES + 32 * piece + 4 * r, blk + Q4K_QS + 4 * piece, 4);
+            }
+        }
+    }
 }
 
 int cpu_relayout(const RadTensor *w, void *dst)
 {
-    int block, fields = block_fields(w->enc, &block);
+    int block = 0, fields = block_fields(w->enc, &block);
     size_t bytes = cpu_relayout_bytes(w);
-    if (!bytes || !fields || !dst) return RAD_E_ARG;
+    if (!bytes || !dst) return RAD_E_ARG;
+    if (w->enc == RAD_ENC_Q4_K) {
+        relayout_q4_k(w, dst);
+        return RAD_OK;
+    }
     const int64_t N = w->shape[0], nb = w->shape[1] / 32;
     const int head = 2 * fields, codes = block - head;     /* codes: 16, or 32 for q8_0 */
     const unsigned char *src = w->data;
