@@ -190,4 +190,22 @@ printf 'system = Be terse.\n' >"$CF"
 b=$($R run -m "$M" -n 0 --json hello | $PY -c "import json,sys; print(json.load(sys.stdin)['usage']['prompt_tokens'])")
 [ -n "$a" ] && [ -n "$b" ] && [ "$a" -gt "$b" ] && ok "a quoted system prompt with \\n is read" || not_ok "quoted system: $a vs $b"
 
+# ------------------------------------------------------------ thread counts
+# Greedy output with the cpu kernels is the same at any -t (docs/OPS.md,
+# determinism): a short prompt (decode products) and a prompt of a few
+# hundred tokens (prefill tiles, split differently per thread count).
+long=$(for i in $(seq 1 40); do printf 'Line %d of a long prompt about tides, harbours and ships. ' "$i"; done)
+same=1
+for p in "Write a haiku about the sea." "$long"; do
+    first=""
+    for t in 1 2 3; do
+        out=$($R run "$M" --raw $G -t $t --kernels cpu,ref --json "$p" 2>"$WORK/err" | $PY -c "import json,sys; print(json.load(sys.stdin)['tokens'])")
+        [ -n "$out" ] || { same=0; break; }
+        [ -z "$first" ] && first=$out
+        [ "$out" = "$first" ] || same=0
+    done
+done
+[ "$same" = 1 ] && ok "greedy tokens identical at -t 1, 2 and 3 (short and long prompt)" \
+    || not_ok "greedy tokens differ across thread counts: $(head -2 "$WORK/err")"
+
 finish
