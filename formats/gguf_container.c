@@ -145,8 +145,9 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
         rc = rad_meta_table_set_string(t, "rope_scaling.rope_type", scaling);
         if (!rc) rc = rad_meta_table_set_float(t, "rope_scaling.factor", factor);
     }
-    if (!rc && rad_gguf_find_tensor(g, "rope_freqs.weight"))
-        rc = rad_error_set(RAD_E_UNSUPPORTED, "%s: tensor rope_freqs.weight (per-frequency RoPE factors, Llama 3.1+) is not served yet", path);
+    /* llama.cpp's converter writes Llama 3.1+'s llama3 scaling as a table of
+    ** per-pair divisors, the tensor rope_freqs.weight, and no scaling keys. */
+    if (!rc && rad_gguf_find_tensor(g, "rope_freqs.weight")) rc = rad_meta_table_set_int(t, "rope_freq_factors", 1);
 
     /* End of sequence, for generation to stop. */
     int64_t eos = -1;

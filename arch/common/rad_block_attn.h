@@ -20,9 +20,11 @@ typedef struct RadRopeConfig {
     int n_rot;                  /* rotated dims per head */
     int mode;                   /* 0 = NEOX halves (HF), 1 = adjacent pairs (GGUF llama) */
     double theta;
-    int scaling;                /* 0 none, 1 linear, 2 llama3 */
+    int scaling;                /* 0 none, 1 linear, 2 llama3, 3 per-pair factors */
     double factor, low_freq_factor, high_freq_factor;
     int orig_ctx;
+    int has_freq_factors;       /* scaling 3: the model's factor table ... */
+    rad_weight freq_factors;    /* ... this weight (GGUF rope_freqs.weight) */
 } RadRopeConfig;
 
 typedef struct RadAttnConfig {
@@ -69,15 +71,16 @@ static inline rad_op rad_attn_gemm(RadBuilder *b, const RadAttnConfig *c, rad_we
 static inline rad_op rad_attn_rope(RadBuilder *b, const RadAttnConfig *c, int n_head, rad_buf x, rad_buf pos)
 {
     const RadRopeConfig *r = &c->rope;
-    rad_op op = RAD_OP(b, "rope",
-                       RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("n_head", n_head),
-                                  RAD_INT("head_dim", c->head_dim), RAD_INT("n_rot", r->n_rot),
-                                  RAD_INT("mode", r->mode), RAD_FLOAT("theta", r->theta),
-                                  RAD_INT("scaling", r->scaling), RAD_FLOAT("factor", r->factor),
-                                  RAD_FLOAT("low_freq_factor", r->low_freq_factor),
-                                  RAD_FLOAT("high_freq_factor", r->high_freq_factor),
-                                  RAD_INT("orig_ctx", r->orig_ctx)),
-                       RAD_NO_WEIGHTS);
+    const rad_weight factors[1] = {r->freq_factors};
+    rad_op op = rad_decl_op(b, "rope",
+                            RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("n_head", n_head),
+                                       RAD_INT("head_dim", c->head_dim), RAD_INT("n_rot", r->n_rot),
+                                       RAD_INT("mode", r->mode), RAD_FLOAT("theta", r->theta),
+                                       RAD_INT("scaling", r->scaling), RAD_FLOAT("factor", r->factor),
+                                       RAD_FLOAT("low_freq_factor", r->low_freq_factor),
+                                       RAD_FLOAT("high_freq_factor", r->high_freq_factor),
+                                       RAD_INT("orig_ctx", r->orig_ctx)),
+                            factors, r->has_freq_factors ? 1 : 0);
     rad_op_reads(b, op, RAD_BUFS(x, pos));
     rad_op_writes(b, op, RAD_BUFS(x));
     return op;
@@ -172,8 +175,10 @@ static inline void rad_attn_step(const RadAttn *a, RadCtx *c, const RadBatch *ba
         RAD_ISSUE(c, a->op_q_norm, n, RAD_B(io->q), RAD_W(a->q_norm));
         RAD_ISSUE(c, a->op_k_norm, n, RAD_B(io->k), RAD_W(a->k_norm));
     }
-    RAD_ISSUE(c, a->op_rope_q, n, RAD_B(io->q), RAD_B(io->positions));
-    RAD_ISSUE(c, a->op_rope_k, n, RAD_B(io->k), RAD_B(io->positions));
+    const RadRopeConfig *r = &a->cfg.rope;
+    const RadOperand factors = r->has_freq_factors ? RAD_W(r->freq_factors) : RAD_NONE;
+    RAD_ISSUE(c, a->op_rope_q, n, RAD_B(io->q), RAD_B(io->positions), factors);
+    RAD_ISSUE(c, a->op_rope_k, n, RAD_B(io->k), RAD_B(io->positions), factors);
     RAD_ISSUE(c, a->op_store, n, RAD_B(io->k), RAD_B(io->v), RAD_KVL(layer));
     RAD_ISSUE(c, a->op_attn, n, RAD_B(io->q), RAD_KVL(layer), RAD_B(io->att), RAD_NONE);
     RAD_ISSUE(c, a->op_o, n, RAD_B(io->att), RAD_W(a->wo), RAD_W(a->bo), RAD_B(io->out));

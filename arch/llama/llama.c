@@ -127,6 +127,16 @@ static int rope_config(RadBuilder *b, const RadModelMeta *meta, RadRopeConfig *r
     r->factor = 1.0;
     snprintf(key, sizeof key, "%s.factor", prefix);
     double factor = rad_meta_getf(meta, key, 1.0);
+    if (rad_meta_geti(meta, "rope_freq_factors", 0)) {
+        /* a GGUF's rope_freqs.weight: llama3 scaling, precomputed per pair */
+        if (strcmp(type, "default") != 0)
+            return rad_decl_fail(b, "RoPE scaling '%s' together with a rope_freqs table: the file is ambiguous", type);
+        r->scaling = 3;
+        r->has_freq_factors = 1;
+        r->freq_factors = rad_weight_mapped(b, "rope_freqs.weight", NULL, RAD_ENC_F32, 1, r->n_rot / 2, 0,
+                                            RAD_ACCESS_PER_TOKEN, -1, 0);
+        return RAD_OK;
+    }
     if (strcmp(type, "default") == 0) return RAD_OK;
     if (strcmp(type, "linear") == 0) {
         r->scaling = 1;

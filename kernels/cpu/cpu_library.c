@@ -15,6 +15,7 @@
 ** into this library is left out of the table at init (the core then uses ref
 ** for that op, and tests/ops/test_cpu.c fails, since it requires every op).
 */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -132,7 +133,10 @@ static void fill_tables(int isa)
         fill(cpu_fill_float_avx2);
         fill(cpu_fill_q32_avx2);
         fill(cpu_fill_kquants_avx2);
-        fill(cpu_fill_x8_avx2);
+        /* RADIANCE_CPU_RELAYOUT=0 keeps every weight as stored: no copies
+        ** (less memory), ggml's stored-layout arithmetic everywhere */
+        const char *relayout = getenv("RADIANCE_CPU_RELAYOUT");
+        if (!relayout || strcmp(relayout, "0") != 0) fill(cpu_fill_x8_avx2);
     }
     if (isa >= CPU_ISA_AVX512) {
         fill(cpu_fill_float_avx512);

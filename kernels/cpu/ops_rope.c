@@ -62,6 +62,18 @@ static float inv_freq(int64_t i, const RopeKey *k)
     return (1.0f - s) * scaled / factor + s * scaled;
 }
 
+/* ref_rope.c's checks of the factors table, in its order. */
+static int check_freq_factors(const RadTensor *f, int64_t half)
+{
+    if (!f->data) return RAD_E_ARG;
+    if (f->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
+    if (f->rank != 1 || f->shape[0] != half) return RAD_E_SHAPE;
+    const float *v = f->data;
+    for (int64_t i = 0; i < half; i++)
+        if (!(v[i] > 0) || isinf(v[i])) return RAD_E_ARG;
+    return RAD_OK;
+}
+
 static const float *inv_freq_table(const RopeKey *k)
 {
     RopeTable *t = &rope_cache;
@@ -134,14 +146,29 @@ int cpu_rope(const RadKernelArgs *a)
             !((float)key.high_ff > (float)key.low_ff) || key.orig_ctx <= 0)
             return RAD_E_ARG;
         break;
+    case RAD_ROPE_SCALING_FACTORS:
+        if ((rc = check_freq_factors(&a->operand[RAD_ROPE_FREQ_FACTORS], n_rot / 2))) return rc;
+        break;
     default:
         return RAD_E_UNSUPPORTED;
     }
     if ((rc = ref_check_act(x, M, n_head * hd)) || (rc = ref_check_index(positions, M))) return rc;
     if (n_rot / 2 > ROPE_MAX_HALF) return RAD_E_UNSUPPORTED;
 
+    /* FACTORS: the unscaled table (cached), then pair i divided by its factor */
+    float scaled[ROPE_MAX_HALF];
+    const float *inv;
+    if (key.scaling == RAD_ROPE_SCALING_FACTORS) {
+        const float *f = a->operand[RAD_ROPE_FREQ_FACTORS].data;
+        key.scaling = RAD_ROPE_SCALING_NONE;
+        const float *base = inv_freq_table(&key);
+        for (int64_t i = 0; i < n_rot / 2; i++) scaled[i] = base[i] / f[i];
+        inv = scaled;
+    } else {
+        inv = inv_freq_table(&key);
+    }
     RopeJob j = {
-        .x = x, .pos = positions->data, .inv = inv_freq_table(&key), .M = M, .n_head = n_head,
+        .x = x, .pos = positions->data, .inv = inv, .M = M, .n_head = n_head,
         .hd = hd, .half = n_rot / 2, .neox = mode == RAD_ROPE_MODE_NEOX, .vec = cpu_vec(),
     };
     j.n_tasks = cpu_task_count(a, M, n_head * n_rot + 16 * j.half, ROPE_MIN_WORK);

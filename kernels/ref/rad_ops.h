@@ -51,17 +51,21 @@ enum { RAD_GATED_N = 1 };
 enum { RAD_GATED_GATE, RAD_GATED_UP, RAD_GATED_OUT };
 
 /* rope(M, n_head, head_dim, n_rot, mode, theta, scaling, factor,
-**      low_freq_factor, high_freq_factor, orig_ctx; x, positions) */
+**      low_freq_factor, high_freq_factor, orig_ctx; x, positions, freq_factors?)
+** freq_factors (f32, n_rot/2) serves scaling FACTORS and only it. */
 enum {
     RAD_ROPE_N_HEAD = 1, RAD_ROPE_HEAD_DIM, RAD_ROPE_N_ROT, RAD_ROPE_MODE,
     RAD_ROPE_THETA, RAD_ROPE_SCALING, RAD_ROPE_FACTOR, RAD_ROPE_LOW_FREQ_FACTOR,
     RAD_ROPE_HIGH_FREQ_FACTOR, RAD_ROPE_ORIG_CTX
 };
-enum { RAD_ROPE_X, RAD_ROPE_POSITIONS };
+enum { RAD_ROPE_X, RAD_ROPE_POSITIONS, RAD_ROPE_FREQ_FACTORS };
 
 /* rope's mode and scaling values */
 enum { RAD_ROPE_MODE_NEOX = 0, RAD_ROPE_MODE_ADJACENT = 1 };
-enum { RAD_ROPE_SCALING_NONE = 0, RAD_ROPE_SCALING_LINEAR = 1, RAD_ROPE_SCALING_LLAMA3 = 2 };
+enum {
+    RAD_ROPE_SCALING_NONE = 0, RAD_ROPE_SCALING_LINEAR = 1, RAD_ROPE_SCALING_LLAMA3 = 2,
+    RAD_ROPE_SCALING_FACTORS = 3    /* inv_freq_i / freq_factors[i]: GGUF's rope_freqs.weight */
+};
 
 /* qk_norm(M, n_head, head_dim, eps, w_offset; x, w) */
 enum { RAD_QK_NORM_N_HEAD = 1, RAD_QK_NORM_HEAD_DIM, RAD_QK_NORM_EPS, RAD_QK_NORM_W_OFFSET };

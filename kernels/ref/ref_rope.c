@@ -12,7 +12,10 @@
 **
 ** Dims past n_rot pass through (partial rotary).  Scaling changes inv_freq:
 ** linear divides it by `factor`; llama3 divides the low frequencies by
-** `factor`, keeps the high ones, and blends in between (below).
+** `factor`, keeps the high ones, and blends in between (below); factors
+** divides pair i's by freq_factors[i], a table the model file carries
+** (GGUF's rope_freqs.weight: llama.cpp's converter writes llama3 scaling
+** that way, the blend precomputed per pair).
 **
 ** Why the float32 care: an angle is pos * inv_freq, so one ulp of inv_freq
 ** moves the angle at position 8000 by about 5e-4 rad, far more than the
@@ -28,6 +31,7 @@
 
 typedef struct RopeScale {
     int kind;                   /* RAD_ROPE_SCALING_* */
+    const float *freq_factors;  /* FACTORS: n_rot / 2 of them */
     float factor;
     float low_freq_factor, high_freq_factor;
     float orig_ctx;
@@ -51,6 +55,7 @@ static float rope_inv_freq(int64_t i, int64_t n_rot, float theta, const RopeScal
     float inv = 1.0f / (float)pow((double)theta, (double)e);
 
     if (sc->kind == RAD_ROPE_SCALING_LINEAR) return inv / sc->factor;
+    if (sc->kind == RAD_ROPE_SCALING_FACTORS) return inv / sc->freq_factors[i];
     if (sc->kind != RAD_ROPE_SCALING_LLAMA3) return inv;
 
     const float two_pi = (float)6.28318530717958647692;
@@ -82,6 +87,17 @@ static int rope_scale(const RadKernelArgs *a, RopeScale *sc)
         return RAD_OK;
     case RAD_ROPE_SCALING_LINEAR:
         return sc->factor > 0 ? RAD_OK : RAD_E_ARG;
+    case RAD_ROPE_SCALING_FACTORS: {
+        const RadTensor *f = &a->operand[RAD_ROPE_FREQ_FACTORS];
+        int64_t half = a->param[RAD_ROPE_N_ROT].i / 2;
+        if (!f->data) return RAD_E_ARG;
+        if (f->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
+        if (f->rank != 1 || f->shape[0] != half) return RAD_E_SHAPE;
+        sc->freq_factors = f->data;
+        for (int64_t i = 0; i < half; i++)
+            if (!(sc->freq_factors[i] > 0) || isinf(sc->freq_factors[i])) return RAD_E_ARG;
+        return RAD_OK;
+    }
     case RAD_ROPE_SCALING_LLAMA3:
         if (!(sc->factor > 0) || !(sc->low_freq_factor > 0) ||
             !(sc->high_freq_factor > sc->low_freq_factor) || a->param[RAD_ROPE_ORIG_CTX].i <= 0)

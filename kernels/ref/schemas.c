@@ -61,7 +61,7 @@ const RadOpSchema rad_op_schemas[] = {
      11, {RANGE("M"), INT("n_head"), INT("head_dim"), INT("n_rot"), INT("mode"),
           FLOAT("theta"), INT("scaling"), FLOAT("factor"), FLOAT("low_freq_factor"),
           FLOAT("high_freq_factor"), INT("orig_ctx")},
-     2, {INOUT("x"), INDEX("positions")}},
+     3, {INOUT("x"), INDEX("positions"), OPTIONAL_WEIGHT("freq_factors")}},
 
     {"qk_norm",
      5, {RANGE("M"), INT("n_head"), INT("head_dim"), FLOAT("eps"), FLOAT("w_offset")},

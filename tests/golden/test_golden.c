@@ -85,6 +85,9 @@ typedef struct Result {
     int argmax_mismatch;
 } Result;
 
+static Result evaluate_file(const char *name, const char *rad, const char *kv_type, float **logits_out,
+                            RadEngine **engine_out);
+
 /* Convert `name` at `quant`, evaluate its tokens, compare with HF. */
 static Result evaluate(const char *name, const char *quant, const char *kv_type, float **logits_out, RadEngine **engine_out)
 {
@@ -93,7 +96,16 @@ static Result evaluate(const char *name, const char *quant, const char *kv_type,
     snprintf(rad, sizeof rad, "%s/%s.%s.rad", workdir, name, quant);
     int rc = rad_convert_hf(dir, rad, quant, NULL, NULL);
     if (rc) fail_msg("convert %s at %s: %s", name, quant, rad_error_message());
+    return evaluate_file(name, rad, kv_type, logits_out, engine_out);
+}
 
+/* Evaluate fixture `name`'s tokens with the model file `rad`, compare with HF. */
+static Result evaluate_file(const char *name, const char *rad, const char *kv_type, float **logits_out,
+                            RadEngine **engine_out)
+{
+    char dir[4200];
+    int rc;
+    snprintf(dir, sizeof dir, "%s/%s", fixtures, name);
     char path[4400];
     int n = 0;
     snprintf(path, sizeof path, "%s/tokens.txt", dir);
@@ -145,6 +157,22 @@ static void f32_logits_match_hf(void **state)
         assert_true(r.max_err <= 1e-4 * r.range);
         assert_int_equal(r.argmax_mismatch, 0);
     }
+}
+
+/* A GGUF made by llama.cpp's converter from the llama3_scaled checkpoint
+** (tests/models/llamacpp/make_tiny_ggufs.py) carries its llama3 RoPE scaling
+** as rope_freqs.weight, per-pair divisors, as every Llama 3.1+ GGUF does:
+** run from the GGUF, the logits still match HF's to 1e-4 of their range. */
+static void gguf_rope_freqs_match_hf(void **state)
+{
+    (void)state;
+    char gguf[4300];
+    snprintf(gguf, sizeof gguf, "%s/../../models/llamacpp/llama3-scaled-tiny-f32.gguf", fixtures);
+    Result r = evaluate_file("llama3_scaled", gguf, "f32", NULL, NULL);
+    print_message("llama3_scaled  gguf with rope_freqs: max abs err %.3g (%.3g of range %.2f), argmax mismatches %d, "
+                  "mean KL %.3g\n", r.max_err, r.max_err / r.range, r.range, r.argmax_mismatch, r.mean_kl);
+    assert_true(r.max_err <= 1e-4 * r.range);
+    assert_int_equal(r.argmax_mismatch, 0);
 }
 
 /* Greedy generation through the engine's decode path (one row a step after
@@ -241,6 +269,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(f32_logits_match_hf),
         cmocka_unit_test(f32_greedy_matches_hf),
+        cmocka_unit_test(gguf_rope_freqs_match_hf),
         cmocka_unit_test(lossy_formats_within_pinned_kl),
     };
     return cmocka_run_group_tests_name("golden", tests, setup, teardown);

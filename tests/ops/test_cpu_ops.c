@@ -503,7 +503,7 @@ static void test_rope(void **state)
     uint32_t seed = 2000;
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
         for (int mode = 0; mode <= 1; mode++)
-            for (int scaling = 0; scaling <= 2; scaling++) {
+            for (int scaling = 0; scaling <= 3; scaling++) {
                 int64_t hd = dims[d][0], n_rot = dims[d][1], H = 4;
                 int64_t M = (d + (size_t)mode + (size_t)scaling) % 3 == 0 ? 1 : 11 + (int64_t)d * 7;
                 int64_t n = M * H * hd;
@@ -529,6 +529,9 @@ static void test_rope(void **state)
                 set_i(&r, "orig_ctx", 8192);
                 set_index(&r, "positions", pos, M);
                 set_act(&r, "x", rx, M, H * hd);
+                float factors[256];     /* scaling 3: per-pair divisors from 1 to 8 */
+                for (int64_t i = 0; i < n_rot / 2; i++) factors[i] = 1.0f + 7.0f * (float)i / (float)(n_rot / 2);
+                if (scaling == 3) set_weight(&r, "freq_factors", factors, RAD_ENC_F32, 0, n_rot / 2, 0);
                 assert_int_equal(run(&r), RAD_OK);
                 Call c = cpu_call("rope", M);
                 c.args = r.args;

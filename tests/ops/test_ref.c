@@ -73,7 +73,7 @@ static void test_schema_table(void **state)
         {"silu_mul", "M N | gate up out"},
         {"gelu_mul", "M N | gate up out"},
         {"rope", "M n_head head_dim n_rot mode theta scaling factor low_freq_factor "
-                 "high_freq_factor orig_ctx | x positions"},
+                 "high_freq_factor orig_ctx | x positions freq_factors"},
         {"qk_norm", "M n_head head_dim eps w_offset | x w"},
         {"kv_store", "M n_head_kv head_dim | k v kv"},
         {"attn_paged", "M n_head n_head_kv head_dim scale window softcap | q kv out sinks"},

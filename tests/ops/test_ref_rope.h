@@ -13,6 +13,8 @@ typedef struct RopeCfg {
     int64_t scaling;
     double factor, low, high;
     int64_t orig;
+    const float *freq_factors;      /* scaling FACTORS: n_rot / 2, or NULL */
+    int64_t n_factors;
 } RopeCfg;
 
 /* Rotate M rows of x in place at the given positions. */
@@ -31,6 +33,7 @@ static int rope(const RopeCfg *r, float *x, int32_t *pos, int64_t M)
     set_i(&c, "orig_ctx", r->orig);
     set_act(&c, "x", x, M, r->n_head * r->head_dim);
     set_index(&c, "positions", pos, M);
+    if (r->freq_factors) set_weight(&c, "freq_factors", r->freq_factors, RAD_ENC_F32, 0, r->n_factors, 0);
     return run(&c);
 }
 
@@ -150,6 +153,48 @@ static void test_rope_scaling(void **state)
     assert_true(n_high > 0 && n_low > 0 && n_mid > 0);
 }
 
+/* Per-pair factors (GGUF's rope_freqs.weight): every factor f is linear
+** scaling by f, bit for bit; factor 1 on a pair leaves it as unscaled; and
+** a missing, misshapen or non-positive table is refused. */
+static void test_rope_freq_factors(void **state)
+{
+    (void)state;
+    enum { HD = 64 };
+    RopeCfg none = {1, HD, HD, RAD_ROPE_MODE_ADJACENT, 500000, 0, 1, 1, 4, 8192, NULL, 0};
+    RopeCfg lin = none, tab = none;
+    lin.scaling = RAD_ROPE_SCALING_LINEAR;
+    lin.factor = 4;
+    float f4[HD / 2], mixed[HD / 2];
+    for (int i = 0; i < HD / 2; i++) f4[i] = 4.0f, mixed[i] = i % 2 ? 1.0f : 4.0f;
+    tab.scaling = RAD_ROPE_SCALING_FACTORS;
+    tab.freq_factors = f4;
+    tab.n_factors = HD / 2;
+    float a[HD], b[HD];
+    int32_t p = 777;
+    for (int i = 0; i < HD; i++) a[i] = b[i] = 0.25f + (float)i / HD;
+    assert_int_equal(rope(&tab, a, &p, 1), RAD_OK);
+    assert_int_equal(rope(&lin, b, &p, 1), RAD_OK);
+    assert_memory_equal(a, b, sizeof a);
+
+    float d[HD];
+    for (int i = 0; i < HD; i++) a[i] = d[i] = 0.25f + (float)i / HD;
+    tab.freq_factors = mixed;
+    assert_int_equal(rope(&tab, a, &p, 1), RAD_OK);
+    assert_int_equal(rope(&none, d, &p, 1), RAD_OK);
+    for (int i = 0; i < HD / 2; i++)    /* pairs (2i, 2i+1) in the adjacent layout */
+        if (i % 2) assert_memory_equal(a + 2 * i, d + 2 * i, 2 * sizeof(float));
+        else assert_memory_equal(a + 2 * i, b + 2 * i, 2 * sizeof(float));
+
+    RopeCfg bad = tab;
+    bad.freq_factors = NULL;
+    assert_int_equal(rope(&bad, a, &p, 1), RAD_E_ARG);
+    bad = tab;
+    bad.n_factors = HD / 2 - 1;
+    assert_int_equal(rope(&bad, a, &p, 1), RAD_E_SHAPE);
+    mixed[3] = 0.0f;
+    assert_int_equal(rope(&tab, a, &p, 1), RAD_E_ARG);
+}
+
 /* Against HF transformers 5.x: LlamaRotaryEmbedding with rope_type llama3
 ** (theta 5e5, factor 8, low 1, high 4, orig 8192), head_dim 16, position
 ** 3000, x[d] = (d + 1)/16 - 0.5, through apply_rotary_pos_emb in float32.
@@ -172,4 +217,5 @@ static void test_rope_matches_hf(void **state)
 #define ROPE_TESTS                                                                         \
     cmocka_unit_test(test_rope_position_zero), cmocka_unit_test(test_rope_layouts),      \
         cmocka_unit_test(test_rope_partial_heads), cmocka_unit_test(test_rope_scaling), \
+        cmocka_unit_test(test_rope_freq_factors), \
         cmocka_unit_test(test_rope_matches_hf)

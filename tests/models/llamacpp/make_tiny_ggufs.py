@@ -1,9 +1,19 @@
-"""make_qwen2_gguf.py: a tiny Qwen2-architecture GGUF, made by llama.cpp's own converter.
+"""make_tiny_ggufs.py: tiny GGUF files made by llama.cpp's own converter.
 
 Run by hand, never by CI (needs torch, transformers, sentencepiece, which the
 converter imports even for BPE tokenizers, and llama.cpp's sources):
 
-    /work/venv/bin/python tests/models/llamacpp/make_qwen2_gguf.py [--llama-cpp DIR]
+    /work/venv/bin/python tests/models/llamacpp/make_tiny_ggufs.py [--llama-cpp DIR]
+
+Two checkpoints of tests/golden/fixtures are converted.
+
+Llama 3 with llama3 RoPE scaling (llama3_scaled: 4 layers, hidden 64, factor
+8 over an original context of 64, tied embeddings, vocab 1024) becomes
+llama3-scaled-tiny-f32.gguf.  The converter writes the scaling the way every
+Llama 3.1+ GGUF carries it: no scaling keys, and a tensor rope_freqs.weight
+of per-pair divisors.  tests/golden/test_golden.c runs it against the
+checkpoint's HF logits.  It gets the same borrowed tokenizer as below (only
+its ids matter: the test feeds ids).
 
 There is no small real Qwen2/2.5 GGUF in the package registry, so this
 converts the tiny random checkpoint tests/golden/fixtures/qwen2
@@ -65,15 +75,21 @@ def fetch_sources():
     return src
 
 
-def model_dir(tmp):
+def model_dir(tmp, fixture, name):
     """The checkpoint plus the fixture tokenizer, in a folder named like the model."""
-    d = os.path.join(tmp, "qwen2-tiny")
+    d = os.path.join(tmp, name)
     os.makedirs(d)
-    for f in ("config.json", "generation_config.json", "model.safetensors"):
-        shutil.copy(os.path.join(FIXTURES, "qwen2", f), d)
+    src = os.path.join(FIXTURES, fixture)
+    for f in os.listdir(src):
+        if f.endswith((".json", ".safetensors")) and f not in ("meta.json",):
+            shutil.copy(os.path.join(src, f), d)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(FIXTURES, "qwen3", f), d)
     return d
+
+
+# (fixture, output name, outtypes)
+CASES = (("qwen2", "qwen2-tiny", OUTTYPES), ("llama3_scaled", "llama3-scaled-tiny", ("f32",)))
 
 
 def main():
@@ -91,12 +107,13 @@ def main():
     import convert_hf_to_gguf  # noqa: E402
 
     with tempfile.TemporaryDirectory() as tmp:
-        d = model_dir(tmp)
-        for t in OUTTYPES:
-            out = os.path.join(os.path.abspath(args.out), "qwen2-tiny-%s.gguf" % t)
-            sys.argv = ["convert_hf_to_gguf.py", "--outtype", t, "--outfile", out, d]
-            convert_hf_to_gguf.main()
-            print("wrote", out, os.path.getsize(out), "bytes")
+        for fixture, name, outtypes in CASES:
+            d = model_dir(tmp, fixture, name)
+            for t in outtypes:
+                out = os.path.join(os.path.abspath(args.out), "%s-%s.gguf" % (name, t))
+                sys.argv = ["convert_hf_to_gguf.py", "--outtype", t, "--outfile", out, d]
+                convert_hf_to_gguf.main()
+                print("wrote", out, os.path.getsize(out), "bytes")
 
 
 if __name__ == "__main__":
