@@ -201,6 +201,22 @@ int  rad_meta_from_table(const RadMetaTable *t, RadModelMeta *m, const char *pat
 /* The graph for --debug-graph. */
 void rad_builder_print_graph(const RadBuilder *b, const RadKernelLibrary *const *libs, FILE *f);
 
+
+/* ------------------------------------------------------------ relayout.c */
+
+struct RadPool;
+/* The stored bytes of weight w as a kernel operand. */
+void rad_weight_tensor(const RadWeightEntry *w, RadTensor *t);
+/* The copy of w that `row` made at load, or NULL. */
+const RadRelayoutCopy *rad_relayout_copy(const RadWeightEntry *w, const RadKernelRow *row);
+/* Make the selected rows' copies of b's weights, written on `pool`, unless
+** the copies plus what stays resident besides them (`mapped` bytes of
+** weights in the file, `other` bytes of arena, KV and scratch) would not fit
+** in 80% of the available memory; then `skipped` says why.  Adds the bytes
+** made to *made. */
+int rad_relayout_weights(RadBuilder *b, struct RadPool *pool, int64_t mapped, int64_t other, int64_t *made,
+                         char *skipped, size_t skipped_len);
+
 #endif /* RAD_ENGINE_INTERNAL_H */
 
 /* ---------------------------------------------------------------- kv.c */

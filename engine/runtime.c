@@ -19,7 +19,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define MAX_LIBS 8
 
@@ -45,6 +44,7 @@ struct RadEngine {
     char model_id[65];          /* sha256 hex of what makes this model this model */
     size_t scratch_bytes;
     int64_t relayout_bytes;             /* kernels' private weight layouts */
+    char relayout_skipped[160];         /* why there are none, when they were skipped */
 };
 
 struct RadCtx {
@@ -71,26 +71,6 @@ int rad_step_fail(RadCtx *c, int code, const char *fmt, ...)
 
 int rad_step_status(const RadCtx *c) { return c->status; }
 
-/* The stored bytes of weight w as an operand. */
-static void weight_tensor(const RadWeightEntry *w, RadTensor *t)
-{
-    memset(t, 0, sizeof *t);
-    t->data = (void *)w->data;
-    t->enc = w->enc;
-    t->rank = w->d.rank;
-    memcpy(t->shape, w->d.shape, sizeof t->shape);
-    t->row_bytes = w->row_bytes;
-}
-
-/* The copy of w that `row` made at load, or NULL. */
-static const RadRelayoutCopy *relayout_copy(const RadWeightEntry *w, const RadKernelRow *row)
-{
-    if (!row->relayout) return NULL;
-    for (int c = 0; c < w->n_copies; c++)
-        if (w->copies[c].relayout == row->relayout) return &w->copies[c];
-    return NULL;
-}
-
 static int bind_operand(RadCtx *c, const RadOpEntry *e, const RadKernelRow *row, rad_op op, int i,
                         const RadOperand *o, int64_t rows, RadKernelArgs *a)
 {
@@ -113,8 +93,8 @@ static int bind_operand(RadCtx *c, const RadOpEntry *e, const RadKernelRow *row,
                 return rad_step_fail(c, RAD_E_ARG, "op %s: weight '%s' is absent", e->op, w->name);
             return RAD_OK;      /* an optional weight the file lacks: operand stays absent */
         }
-        weight_tensor(w, t);
-        const RadRelayoutCopy *copy = relayout_copy(w, row);
+        rad_weight_tensor(w, t);
+        const RadRelayoutCopy *copy = rad_relayout_copy(w, row);
         if (copy) {
             t->data = copy->data;
             t->layout = RAD_LAYOUT_KERNEL;
@@ -276,92 +256,6 @@ static int plan_scratch(RadEngine *e)
     return RAD_OK;
 }
 
-/* A relayout copy: 64-byte aligned; a large one on 2 MiB boundaries and
-** asking for transparent huge pages, since a decode step streams through
-** all of it (fewer TLB misses, fewer page faults while it is written). */
-static void *alloc_copy(size_t bytes)
-{
-    const size_t huge = (size_t)2 << 20;
-    if (bytes < huge) return aligned_alloc(64, (bytes + 63) / 64 * 64);
-    size_t rounded = (bytes + huge - 1) / huge * huge;
-    void *data = aligned_alloc(huge, rounded);
-    if (data) (void)madvise(data, rounded, MADV_HUGEPAGE);   /* advice only: fine if refused */
-    return data;
-}
-
-/* One copy to write: the pool writes them in parallel (a 7B model's 3 GB
-** took a second on one thread). */
-typedef struct RelayoutJob {
-    const RadKernelRow *row;
-    RadWeightEntry *w;
-    RadTensor stored;
-    void *dst;
-    int rc;
-} RelayoutJob;
-
-typedef struct RelayoutJobs {
-    RelayoutJob *job;
-    int n, cap;
-} RelayoutJobs;
-
-static void relayout_task(void *ctx, int i)
-{
-    RelayoutJob *j = &((RelayoutJobs *)ctx)->job[i];
-    j->rc = j->row->relayout(&j->stored, j->dst);
-}
-
-/* Give every selected row that relayouts weights its copies (rad_kernel.h):
-** one per (weight, relayout function), however many bands or ops share it.
-** The copies are allocated and listed first, then written in parallel. */
-static int relayout_weights(RadEngine *e)
-{
-    RelayoutJobs jobs = {0};
-    int rc = RAD_OK;
-    for (int i = 0; i < e->b.n_ops && !rc; i++) {
-        const RadOpEntry *op = &e->b.ops[i];
-        for (int k = 0; k < op->n_bands && !rc; k++) {
-            const RadKernelRow *row = op->bands[k].row;
-            if (!row || !row->relayout_bytes || !row->relayout) continue;
-            for (int n = 0; n < op->n_weights && !rc; n++) {
-                if (op->weights[n] < 0 || op->weights[n] >= e->b.n_weights) continue;
-                RadWeightEntry *w = &e->b.weights[op->weights[n]];
-                if (!w->present || relayout_copy(w, row)) continue;
-                RadTensor t;
-                weight_tensor(w, &t);
-                size_t bytes = row->relayout_bytes(&t);
-                if (!bytes) continue;
-                RadRelayoutCopy *grown = realloc(w->copies, (size_t)(w->n_copies + 1) * sizeof *grown);
-                if (!grown) { rc = RAD_E_NOMEM; break; }
-                w->copies = grown;
-                if (jobs.n == jobs.cap) {
-                    int cap = jobs.cap ? 2 * jobs.cap : 64;
-                    RelayoutJob *more = realloc(jobs.job, (size_t)cap * sizeof *more);
-                    if (!more) { rc = RAD_E_NOMEM; break; }
-                    jobs.job = more;
-                    jobs.cap = cap;
-                }
-                void *data = alloc_copy(bytes);
-                if (!data) {
-                    rc = rad_error_set(RAD_E_NOMEM, "out of memory for the %zu-byte %s layout of weight '%s'",
-                                       bytes, row->name, w->name);
-                    break;
-                }
-                /* listed before it is written: a failed job leaves it to the weight's free */
-                w->copies[w->n_copies++] = (RadRelayoutCopy){.relayout = row->relayout, .data = data, .bytes = bytes};
-                e->relayout_bytes += (int64_t)bytes;
-                jobs.job[jobs.n++] = (RelayoutJob){.row = row, .w = w, .stored = t, .dst = data};
-            }
-        }
-    }
-    if (!rc && jobs.n) rad_pool_parallel_for(e->pool, jobs.n, relayout_task, &jobs);
-    for (int i = 0; i < jobs.n && !rc; i++)
-        if (jobs.job[i].rc)
-            rc = rad_error_set(jobs.job[i].rc, "kernel %s could not relayout weight '%s' (%s)", jobs.job[i].row->name,
-                               jobs.job[i].w->name, rad_strerror(jobs.job[i].rc));
-    free(jobs.job);
-    return rc;
-}
-
 /* The model's identity for KV snapshots: a sha256 over the architecture,
 ** the weight format, and every tensor's name, encoding, shape, size and
 ** first 256 bytes.  Another model, another quantization or another build of
@@ -465,9 +359,15 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     e->pool = rad_pool_new(opt->n_threads > 0 ? opt->n_threads : rad_physical_cores());
     if (!e->pool) return fail_open(e, rad_error_set(RAD_E_NOMEM, "cannot start the thread pool (-t %d)", opt->n_threads));
     rc = plan_scratch(e);
-    if (!rc) rc = relayout_weights(e);
     if (rc) return fail_open(e, rc);
     rc = rad_kv_pool_init(&e->kv, &e->b, ctx->max_seqs, ctx->max_ctx, ctx->max_tok, ctx->kv_enc);
+    if (!rc) {
+        /* after the KV cache: the copies' memory policy counts it */
+        int64_t mapped = 0;
+        for (int i = 0; i < e->container->n_tensors; i++) mapped += (int64_t)e->container->tensors[i].size;
+        rc = rad_relayout_weights(&e->b, e->pool, mapped, e->arena_bytes + e->kv.bytes + (int64_t)e->scratch_bytes,
+                                  &e->relayout_bytes, e->relayout_skipped, sizeof e->relayout_skipped);
+    }
     if (rc) return fail_open(e, rc);
 
     int t = ctx->max_tok, s = ctx->max_seqs;
@@ -686,8 +586,8 @@ void rad_engine_print_plan(const RadEngine *e, FILE *f)
             e->kv.n_groups ? e->kv.groups[0].block_size : 0, rad_encoding_info(e->ctx.kv_enc)->name,
             e->ctx.max_seqs, e->ctx.max_ctx);
     fprintf(f, "  kernel scratch              %12lld bytes\n", (long long)e->scratch_bytes);
-    fprintf(f, "  relayouted weights          %12lld bytes (kernels' own layouts, copied at load)\n",
-            (long long)e->relayout_bytes);
+    fprintf(f, "  relayouted weights          %12lld bytes (%s)\n", (long long)e->relayout_bytes,
+            e->relayout_skipped[0] ? e->relayout_skipped : "kernels' own layouts, copied at load");
     fprintf(f, "  total                       %12lld bytes\n",
             (long long)(weights + e->arena_bytes + e->kv.bytes + (int64_t)e->scratch_bytes + e->relayout_bytes));
     for (int i = 0; i < e->b.n_buffers; i++) {

@@ -190,6 +190,20 @@ printf 'system = Be terse.\n' >"$CF"
 b=$($R run -m "$M" -n 0 --json hello | $PY -c "import json,sys; print(json.load(sys.stdin)['usage']['prompt_tokens'])")
 [ -n "$a" ] && [ -n "$b" ] && [ "$a" -gt "$b" ] && ok "a quoted system prompt with \\n is read" || not_ok "quoted system: $a vs $b"
 
+# ------------------------------------------------------------ relayout and memory
+# The cpu library copies q4_1 / q8_0 weights into its own layout at load
+# (--debug-plan counts the bytes); when the model with its copies would not
+# fit in 80% of the available memory the copies are skipped and the model
+# still answers from its mapping.
+$R run "$M" --raw $G --debug-plan "Hello" >"$WORK/out" 2>"$WORK/plan"
+grep -Eq "relayouted weights +[1-9][0-9]* bytes \(kernels' own layouts" "$WORK/plan" && [ -s "$WORK/out" ] \
+    && ok "relayout copies made and counted: $(grep -o 'relayouted weights *[0-9]*' "$WORK/plan" | tr -s ' ')" \
+    || not_ok "no relayout copies in the plan: $(grep relayout "$WORK/plan")"
+RADIANCE_MEM_AVAILABLE=150000000 $R run "$M" --raw $G --debug-plan "Hello" >"$WORK/out" 2>"$WORK/plan"
+grep -Eq "relayouted weights +0 bytes \(skipped: .* over 80% of the 0.15 GB available\)" "$WORK/plan" && [ -s "$WORK/out" ] \
+    && ok "relayout skipped when memory is short, the model still answers" \
+    || not_ok "relayout with 150 MB available: $(grep relayout "$WORK/plan"); $(head -c 200 "$WORK/out")"
+
 # ------------------------------------------------------------ thread counts
 # Greedy output with the cpu kernels is the same at any -t (docs/OPS.md,
 # determinism): a short prompt (decode products) and a prompt of a few
