@@ -8,7 +8,7 @@
 **
 ** init picks the ISA level (cpu_features.c) and fills the dispatch tables:
 ** portable kernels for everything, then each ISA level's files over them.
-** The GEMM rows relayout q4_0 and q4_1 weights whose N is a multiple of 8
+** The GEMM rows relayout q4_0, q4_1, q5_0, q8_0 and q4_k weights whose N is a multiple of 8
 ** into the x8 layout (x8.c) when the level has x8 tiles (AVX2 and up); the
 ** decode and prefill rows share the one copy.
 ** Launch functions are referenced weakly: a row whose kernel is not built

@@ -1,5 +1,5 @@
 /*
-** dot_x8_avx2.c: q4_0, q4_1, q8_0 and q4_k products over the x8 layout
+** dot_x8_avx2.c: q4_0, q4_1, q5_0, q8_0 and q4_k products over the x8 layout
 ** (x8.c) with AVX2, FMA and F16C (q8_0: block_q8, q4_k: tile_q4k_rc below).
 **
 ** A tile is R activation rows (1 to 4) by one group of eight weight rows.
@@ -37,7 +37,7 @@
 #define X8_PREFETCH 1024
 #endif
 
-enum { X8_Q4_0, X8_Q4_1, X8_Q8_0 };
+enum { X8_Q4_0, X8_Q4_1, X8_Q8_0, X8_Q5_0 };
 
 ALWAYS_INLINE __m256i bcast32(const unsigned char *p)
 {
@@ -74,6 +74,51 @@ ALWAYS_INLINE void block_q4(const int R, const unsigned char *codes, const unsig
     for (int r = 0; r < R; r++) isum[r] = _mm256_madd_epi16(s[r], ones);
 }
 
+/* The fifth bits of chunk j's low nibbles (elements 4j .. 4j+3 of each row)
+** as 0x10 in each code byte: lane r's qh byte j/2 copied to its four bytes,
+** then bit 4(j % 2) + i tested in byte i; `high` gives those of the high
+** nibbles (elements 16 + 4j ..), two bytes further on. */
+ALWAYS_INLINE __m256i fifth_bits_x8(__m256i qh, int j, int high)
+{
+    const char at = (char)(j / 2 + 2 * high);
+    const __m256i spread = _mm256_setr_epi8(at, at, at, at, at + 4, at + 4, at + 4, at + 4, at + 8, at + 8, at + 8,
+                                            at + 8, at + 12, at + 12, at + 12, at + 12, at, at, at, at, at + 4, at + 4,
+                                            at + 4, at + 4, at + 8, at + 8, at + 8, at + 8, at + 12, at + 12, at + 12,
+                                            at + 12);
+    const int o = 4 * (j % 2);
+    const __m256i bit = _mm256_set1_epi32((int)(1u << o | 1u << (o + 9) | 1u << (o + 18) | 1u << (o + 27)));
+    __m256i bytes = _mm256_shuffle_epi8(qh, spread);
+    __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+/* q5_0: q4_0's chunks with the fifth bits or-ed in (codes 0..31); a pair of
+** products can reach 2 * 31 * 127, so the int16 sums widen every two chunks. */
+ALWAYS_INLINE void block_q5(const int R, const unsigned char *qh_lanes, const unsigned char *codes,
+                            const unsigned char *const y[TILE_ACT], __m256i isum[TILE_ACT])
+{
+    const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)qh_lanes);
+    __m256i s[TILE_ACT];
+    for (int r = 0; r < R; r++) isum[r] = s[r] = _mm256_setzero_si256();
+    for (int j = 0; j < 4; j++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(codes + 32 * j));
+        if (j % 2 == 0) _mm_prefetch((const char *)(codes + 32 * j) + X8_PREFETCH, _MM_HINT_T0);
+        __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low4), fifth_bits_x8(qh, j, 0));
+        __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), fifth_bits_x8(qh, j, 1));
+        for (int r = 0; r < R; r++) {
+            __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast32(y[r] + 4 * j)),
+                                         _mm256_maddubs_epi16(hi, bcast32(y[r] + 16 + 4 * j)));
+            s[r] = _mm256_add_epi16(s[r], p);
+        }
+        if (j % 2 == 1)
+            for (int r = 0; r < R; r++) {
+                isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(s[r], ones));
+                s[r] = _mm256_setzero_si256();
+            }
+    }
+}
+
 /* q8_0: signed codes, so |w| against the activation with w's sign; a pair
 ** of products can reach 2 * 128 * 127, so each chunk widens to int32. */
 ALWAYS_INLINE void block_q8(const int R, const unsigned char *codes, const unsigned char *const y[TILE_ACT],
@@ -96,7 +141,8 @@ ALWAYS_INLINE void tile_rc(const int kind, const int R, int64_t K, const unsigne
                            size_t as, float *out, size_t os)
 {
     const int64_t nb = K / 32;
-    const int head = kind == X8_Q4_1 ? 32 : 16, group_block = head + (kind == X8_Q8_0 ? 256 : 128);
+    const int head = kind == X8_Q4_1 ? 32 : 16;
+    const int group_block = head + (kind == X8_Q8_0 ? 256 : kind == X8_Q5_0 ? 32 + 128 : 128);
     const int ab = kind == X8_Q4_1 ? CPU_Q8_1_BYTES : CPU_Q8_0_BYTES, codes_at = kind == X8_Q4_1 ? 4 : 2;
     const size_t sums_at = cpu_act_sums_offset(K);
     __m256 acc[TILE_ACT];
@@ -107,14 +153,15 @@ ALWAYS_INLINE void tile_rc(const int kind, const int R, int64_t K, const unsigne
         __m256i isum[TILE_ACT];
         for (int r = 0; r < R; r++) y[r] = a + r * as + b * ab + codes_at;
         if (kind == X8_Q8_0) block_q8(R, g + head, y, isum);
+        else if (kind == X8_Q5_0) block_q5(R, g + head, g + head + 32, y, isum);
         else block_q4(R, g + head, y, isum);
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
         for (int r = 0; r < R; r++) {
             const unsigned char *ar = a + r * as;
-            if (kind == X8_Q4_0) {
+            if (kind == X8_Q4_0 || kind == X8_Q5_0) {     /* codes stand for w - 8, w - 16 */
                 int32_t sum;
                 memcpy(&sum, ar + sums_at + 4 * b, 4);
-                isum[r] = _mm256_sub_epi32(isum[r], _mm256_set1_epi32(8 * sum));
+                isum[r] = _mm256_sub_epi32(isum[r], _mm256_set1_epi32((kind == X8_Q5_0 ? 16 : 8) * sum));
             }
             __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_at(ar + b * ab)));
             acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[r]), acc[r]);
@@ -263,6 +310,13 @@ static void tile_q4_1_x8(int64_t K, const void *w, size_t ws, int n_w, const voi
     tile_any(X8_Q4_1, K, w, act, as, n_act, out, os);
 }
 
+static void tile_q5_0_x8(int64_t K, const void *w, size_t ws, int n_w, const void *act, size_t as, int n_act,
+                         float *out, size_t os)
+{
+    (void)ws, (void)n_w;
+    tile_any(X8_Q5_0, K, w, act, as, n_act, out, os);
+}
+
 static void tile_q8_0_x8(int64_t K, const void *w, size_t ws, int n_w, const void *act, size_t as, int n_act,
                          float *out, size_t os)
 {
@@ -276,6 +330,8 @@ void cpu_fill_x8_avx2(void)
     cpu_enc_x8[RAD_ENC_Q4_0] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_0_SUMS, .tile = tile_q4_0_x8,
                                                .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
     cpu_enc_x8[RAD_ENC_Q4_1] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_1, .tile = tile_q4_1_x8,
+                                               .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
+    cpu_enc_x8[RAD_ENC_Q5_0] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_0_SUMS, .tile = tile_q5_0_x8,
                                                .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
     cpu_enc_x8[RAD_ENC_Q8_0] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_0, .tile = tile_q8_0_x8,
                                                .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};

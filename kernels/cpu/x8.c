@@ -1,6 +1,6 @@
 /*
 ** x8.c: the cpu library's own weight layout, made at load by the relayout
-** hook (rad_kernel.h), for q4_0, q4_1 and q8_0.
+** hook (rad_kernel.h), for q4_0, q4_1, q5_0, q8_0 and q4_k.
 **
 ** Why.  A 4-bit decode product is bound by arithmetic, not memory, on a
 ** small machine: in the stored layout every (weight row, block) pair pays
@@ -17,7 +17,8 @@
 **
 **     the block's 2-byte fields, field by field, the eight rows' values in
 **     row order (q4_0: d; q4_1: d, then m)                 16 or 32 bytes
-**     the code bytes (16, q8_0: 32), in chunks of 32 bytes: chunk j holds
+**     the code bytes (16; q8_0: 32; q5_0: its 4 fifth-bit bytes, then the
+**     16), in chunks of 32 bytes: chunk j holds
 **     bytes 4j .. 4j+3 of row 0, then of row 1, ... of row 7  128 / 256 bytes
 **
 ** so a group block is exactly eight stored blocks long, group g starts
@@ -49,6 +50,7 @@ static int block_fields(int enc, int *block_bytes)
     switch (enc) {
     case RAD_ENC_Q4_0: *block_bytes = 18; return 1;
     case RAD_ENC_Q4_1: *block_bytes = 20; return 2;
+    case RAD_ENC_Q5_0: *block_bytes = 22; return 1;     /* qh moves with the codes: 32 bytes of lanes */
     case RAD_ENC_Q8_0: *block_bytes = 34; return 1;
     default: return 0;
     }

@@ -18,8 +18,8 @@
 **   - the converted activation rows (Q8_0, Q8_1, Q8_K, F16, BF16) are the
 **     same bytes at every level, and Q8_0 / Q8_1 are the bytes of ggml's x86
 **     quantizer as this file restates it independently;
-**   - where a row relayouts the weight (the x8 layout of q4_0, q4_1, q8_0
-**     and q4_k at avx2 and up), all of the above again through the relayouted copy;
+**   - where a row relayouts the weight (the x8 layout of q4_0, q4_1, q5_0,
+**     q8_0 and q4_k at avx2 and up), all of the above again through the relayouted copy;
 **   - bad calls return error codes.
 **
 ** Plain C with no test framework, so that the same file runs on arm64 under
@@ -826,8 +826,9 @@ int main(int argc, char **argv)
     if (cpu_set_isa("avx2") == 0) {
         n_check++;
         CHECK((relayout_tested >> RAD_ENC_Q4_0 & 1) && (relayout_tested >> RAD_ENC_Q4_1 & 1) &&
-                  (relayout_tested >> RAD_ENC_Q8_0 & 1) && (relayout_tested >> RAD_ENC_Q4_K & 1),
-              "avx2: the q4_0, q4_1, q8_0 and q4_k products were not all run through the x8 relayout");
+                  (relayout_tested >> RAD_ENC_Q5_0 & 1) && (relayout_tested >> RAD_ENC_Q8_0 & 1) &&
+                  (relayout_tested >> RAD_ENC_Q4_K & 1),
+              "avx2: the q4_0, q4_1, q5_0, q8_0 and q4_k products were not all run through the x8 relayout");
     }
     test_bad_calls();
 
