@@ -79,7 +79,11 @@ static void relayout_task(void *ctx, int i)
 static int64_t memory_available(void)
 {
     const char *forced = getenv("RADIANCE_MEM_AVAILABLE");
-    if (forced && *forced) return strtoll(forced, NULL, 10);
+    if (forced && *forced) {
+        char *end;
+        long long v = strtoll(forced, &end, 10);
+        if (*end == 0 && v >= 0) return v;  /* anything else is not a byte count: the system's figure */
+    }
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return -1;
     char line[256];

@@ -296,46 +296,32 @@ ALWAYS_INLINE void tile_any(const int kind, int64_t K, const void *w, const void
     }
 }
 
-static void tile_q4_0_x8(int64_t K, const void *w, size_t ws, int n_w, const void *act, size_t as, int n_act,
-                         float *out, size_t os)
-{
-    (void)ws, (void)n_w;
-    tile_any(X8_Q4_0, K, w, act, as, n_act, out, os);
-}
+/* The entry point of one 32-element kind (the driver always passes 8 rows). */
+#define X8_TILE(name, kind)                                                                             \
+    static void tile_##name##_x8(int64_t K, const void *w, size_t ws, int n_w, const void *act, size_t as, \
+                                 int n_act, float *out, size_t os)                                     \
+    {                                                                                                  \
+        (void)ws, (void)n_w;                                                                           \
+        tile_any(kind, K, w, act, as, n_act, out, os);                                                 \
+    }
+X8_TILE(q4_0, X8_Q4_0)
+X8_TILE(q4_1, X8_Q4_1)
+X8_TILE(q5_0, X8_Q5_0)
+X8_TILE(q8_0, X8_Q8_0)
 
-static void tile_q4_1_x8(int64_t K, const void *w, size_t ws, int n_w, const void *act, size_t as, int n_act,
-                         float *out, size_t os)
+static void set_x8(int enc, int act_fmt, CpuDotTileFn tile)
 {
-    (void)ws, (void)n_w;
-    tile_any(X8_Q4_1, K, w, act, as, n_act, out, os);
-}
-
-static void tile_q5_0_x8(int64_t K, const void *w, size_t ws, int n_w, const void *act, size_t as, int n_act,
-                         float *out, size_t os)
-{
-    (void)ws, (void)n_w;
-    tile_any(X8_Q5_0, K, w, act, as, n_act, out, os);
-}
-
-static void tile_q8_0_x8(int64_t K, const void *w, size_t ws, int n_w, const void *act, size_t as, int n_act,
-                         float *out, size_t os)
-{
-    (void)ws, (void)n_w;
-    tile_any(X8_Q8_0, K, w, act, as, n_act, out, os);
+    cpu_enc_x8[enc] = (CpuEncKernels){.act_fmt = act_fmt, .tile = tile, .tile_act = TILE_ACT,
+                                      .tile_w = CPU_X8_ROWS, .isa = "avx2"};
 }
 
 void cpu_fill_x8_avx2(void)
 {
     cpu_act_quant[CPU_ACT_Q8_0_SUMS] = cpu_act_q8_0_sums;
-    cpu_enc_x8[RAD_ENC_Q4_0] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_0_SUMS, .tile = tile_q4_0_x8,
-                                               .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
-    cpu_enc_x8[RAD_ENC_Q4_1] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_1, .tile = tile_q4_1_x8,
-                                               .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
-    cpu_enc_x8[RAD_ENC_Q5_0] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_0_SUMS, .tile = tile_q5_0_x8,
-                                               .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
-    cpu_enc_x8[RAD_ENC_Q8_0] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_0, .tile = tile_q8_0_x8,
-                                               .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
-    cpu_enc_x8[RAD_ENC_Q4_K] = (CpuEncKernels){.act_fmt = CPU_ACT_Q8_K, .tile = tile_q4_k_x8,
-                                               .tile_act = TILE_ACT, .tile_w = CPU_X8_ROWS, .isa = "avx2"};
+    set_x8(RAD_ENC_Q4_0, CPU_ACT_Q8_0_SUMS, tile_q4_0_x8);
+    set_x8(RAD_ENC_Q4_1, CPU_ACT_Q8_1, tile_q4_1_x8);
+    set_x8(RAD_ENC_Q5_0, CPU_ACT_Q8_0_SUMS, tile_q5_0_x8);
+    set_x8(RAD_ENC_Q8_0, CPU_ACT_Q8_0, tile_q8_0_x8);
+    set_x8(RAD_ENC_Q4_K, CPU_ACT_Q8_K, tile_q4_k_x8);
 }
 #endif

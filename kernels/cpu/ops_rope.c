@@ -62,18 +62,6 @@ static float inv_freq(int64_t i, const RopeKey *k)
     return (1.0f - s) * scaled / factor + s * scaled;
 }
 
-/* ref_rope.c's checks of the factors table, in its order. */
-static int check_freq_factors(const RadTensor *f, int64_t half)
-{
-    if (!f->data) return RAD_E_ARG;
-    if (f->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-    if (f->rank != 1 || f->shape[0] != half) return RAD_E_SHAPE;
-    const float *v = f->data;
-    for (int64_t i = 0; i < half; i++)
-        if (!(v[i] > 0) || isinf(v[i])) return RAD_E_ARG;
-    return RAD_OK;
-}
-
 static const float *inv_freq_table(const RopeKey *k)
 {
     RopeTable *t = &rope_cache;
@@ -147,7 +135,7 @@ int cpu_rope(const RadKernelArgs *a)
             return RAD_E_ARG;
         break;
     case RAD_ROPE_SCALING_FACTORS:
-        if ((rc = check_freq_factors(&a->operand[RAD_ROPE_FREQ_FACTORS], n_rot / 2))) return rc;
+        if ((rc = ref_check_freq_factors(&a->operand[RAD_ROPE_FREQ_FACTORS], n_rot / 2))) return rc;
         break;
     default:
         return RAD_E_UNSUPPORTED;

@@ -11,6 +11,7 @@
 #ifndef REF_INTERNAL_H
 #define REF_INTERNAL_H
 
+#include <float.h>
 #include <stdint.h>
 
 #include "../../base/rad_types.h"
@@ -137,6 +138,19 @@ static inline int64_t ref_kv_slot(const RadKvView *kv, int64_t s, int64_t p)
     int32_t block = kv->block_table[s * kv->max_blocks + b];
     if (block < 0) return -1;
     return (int64_t)block * kv->block_size + p % kv->block_size;
+}
+
+/* rope's freq_factors table for scaling FACTORS: n_rot / 2 finite positive
+** f32 values (docs/OPS.md, rope). */
+static inline int ref_check_freq_factors(const RadTensor *f, int64_t half)
+{
+    if (!f->data) return RAD_E_ARG;
+    if (f->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
+    if (f->rank != 1 || f->shape[0] != half) return RAD_E_SHAPE;
+    const float *v = f->data;
+    for (int64_t i = 0; i < half; i++)
+        if (!(v[i] > 0) || v[i] > FLT_MAX) return RAD_E_ARG;   /* zero, negative, NaN or infinite */
+    return RAD_OK;
 }
 
 /* A layer's KV view that can hold M rows of n_head_kv heads of hd. */

@@ -89,14 +89,9 @@ static int rope_scale(const RadKernelArgs *a, RopeScale *sc)
         return sc->factor > 0 ? RAD_OK : RAD_E_ARG;
     case RAD_ROPE_SCALING_FACTORS: {
         const RadTensor *f = &a->operand[RAD_ROPE_FREQ_FACTORS];
-        int64_t half = a->param[RAD_ROPE_N_ROT].i / 2;
-        if (!f->data) return RAD_E_ARG;
-        if (f->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-        if (f->rank != 1 || f->shape[0] != half) return RAD_E_SHAPE;
+        int rc = ref_check_freq_factors(f, a->param[RAD_ROPE_N_ROT].i / 2);
         sc->freq_factors = f->data;
-        for (int64_t i = 0; i < half; i++)
-            if (!(sc->freq_factors[i] > 0) || isinf(sc->freq_factors[i])) return RAD_E_ARG;
-        return RAD_OK;
+        return rc;
     }
     case RAD_ROPE_SCALING_LLAMA3:
         if (!(sc->factor > 0) || !(sc->low_freq_factor > 0) ||
