@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,23 @@ static int load_arch(const char *path, RadArchPlugin *p)
     return p->path ? RAD_OK : RAD_E_NOMEM;
 }
 
+/* The smallest table of this ABI version: every field up to fini. */
+#define LIBRARY_MIN_SIZE ((int)(offsetof(RadKernelLibrary, fini) + sizeof(void (*)(void))))
+#define ROW_MIN_SIZE ((int)(offsetof(RadKernelRow, relayout) + sizeof(void *)))
+#define SCHEMA_MIN_SIZE ((int)sizeof(RadOpSchema))
+
+/* Copy n elements of `size` bytes each (as the library was built) into an
+** array of `full`-byte elements (as this core knows them), zero-filling
+** the fields the library did not know: the growth rule of rad_kernel.h. */
+static void *copy_strided(const void *src, int n, int size, size_t full)
+{
+    char *out = calloc((size_t)(n > 0 ? n : 1), full);
+    if (!out) return NULL;
+    size_t take = (size_t)size < full ? (size_t)size : full;
+    for (int i = 0; i < n; i++) memcpy(out + (size_t)i * full, (const char *)src + (size_t)i * (size_t)size, take);
+    return out;
+}
+
 static int load_kernels(const char *path, RadKernelLib *k)
 {
     memset(k, 0, sizeof *k);
@@ -130,10 +148,7 @@ static int load_kernels(const char *path, RadKernelLib *k)
         return rad_error_set(RAD_E_ABI, "%s: not a kernel library: it does not export %s",
                              path, RAD_KERNEL_LIBRARY_SYMBOL);
     }
-    if (!lib->name || (lib->n_rows > 0 && !lib->rows) || (lib->n_schemas > 0 && !lib->schemas)) {
-        dlclose(h);
-        return rad_error_set(RAD_E_ABI, "%s: kernel library table lacks its name, rows or schemas", path);
-    }
+    /* The version first: an older table may not even have the size fields. */
     if (lib->abi_version != RAD_KERNEL_ABI_VERSION) {
         int v = lib->abi_version;
         dlclose(h);
@@ -141,15 +156,53 @@ static int load_kernels(const char *path, RadKernelLib *k)
                              "%s: built for kernel ABI %d, this radiance speaks %d: rebuild the library",
                              path, v, RAD_KERNEL_ABI_VERSION);
     }
-    if (lib->init && lib->init() != 0) {
+    if (lib->struct_size < LIBRARY_MIN_SIZE || lib->row_size < ROW_MIN_SIZE || lib->schema_size < SCHEMA_MIN_SIZE) {
+        int s = lib->struct_size, r = lib->row_size, c = lib->schema_size;
         dlclose(h);
-        return rad_error_set(RAD_E_UNSUPPORTED, "%s: kernel library '%s' failed to initialise",
-                             path, lib->name);
+        return rad_error_set(RAD_E_ABI,
+                             "%s: kernel table sizes %d/%d/%d (library/row/schema) are below kernel ABI %d's "
+                             "%d/%d/%d: rebuild the library", path, s, r, c, RAD_KERNEL_ABI_VERSION,
+                             LIBRARY_MIN_SIZE, ROW_MIN_SIZE, SCHEMA_MIN_SIZE);
     }
+    /* init may fill in the table (the cpu library picks its rows by ISA), so
+    ** it runs before the table is read. */
+    RadKernelLibrary head;
+    memset(&head, 0, sizeof head);
+    memcpy(&head, lib, (size_t)lib->struct_size < sizeof head ? (size_t)lib->struct_size : sizeof head);
+    if (head.init && head.init() != 0) {
+        dlclose(h);
+        return rad_error_set(RAD_E_UNSUPPORTED, "%s: kernel library '%s' failed to initialise", path,
+                             head.name ? head.name : "?");
+    }
+    RadKernelLibrary *norm = copy_strided(lib, 1, lib->struct_size, sizeof *norm);
+    if (!norm) { dlclose(h); return RAD_E_NOMEM; }
+    if (!norm->name || norm->n_rows < 0 || norm->n_schemas < 0 || (norm->n_rows > 0 && !norm->rows) ||
+        (norm->n_schemas > 0 && !norm->schemas)) {
+        free(norm);
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI, "%s: kernel library table lacks its name, rows or schemas", path);
+    }
+    norm->rows = copy_strided(norm->rows, norm->n_rows, lib->row_size, sizeof(RadKernelRow));
+    norm->schemas = copy_strided(norm->schemas, norm->n_schemas, lib->schema_size, sizeof(RadOpSchema));
+    norm->struct_size = (int)sizeof *norm;
+    norm->row_size = (int)sizeof(RadKernelRow);
+    norm->schema_size = (int)sizeof(RadOpSchema);
     k->handle = h;
-    k->lib = lib;
+    k->lib = norm;
+    if (!norm->rows || !norm->schemas) return RAD_E_NOMEM;     /* the caller frees k */
     k->path = strdup(path);
     return k->path ? RAD_OK : RAD_E_NOMEM;
+}
+
+static void free_kernels(RadKernelLib *k)
+{
+    if (!k->lib) return;
+    free((void *)k->lib->rows);
+    free((void *)k->lib->schemas);
+    free((void *)k->lib);
+    if (k->handle) dlclose(k->handle);
+    free(k->path);
+    memset(k, 0, sizeof *k);
 }
 
 int rad_plugins_load(const char *dir, RadPluginSet *set)
@@ -184,7 +237,7 @@ int rad_plugins_load(const char *dir, RadPluginSet *set)
     set->kernels = calloc((size_t)n + 1, sizeof *set->kernels);
     for (int i = 0; i < n && rc == RAD_OK; i++) {
         rc = load_kernels(names[i], &set->kernels[set->n_kernels]);
-        if (rc) break;
+        if (rc) { free_kernels(&set->kernels[set->n_kernels]); break; }
         const char *mine = set->kernels[set->n_kernels].lib->name;
         set->n_kernels++;
         for (int j = 0; j + 1 < set->n_kernels; j++)
@@ -208,8 +261,7 @@ void rad_plugins_free(RadPluginSet *set)
     }
     for (int i = 0; i < set->n_kernels; i++) {
         if (set->kernels[i].lib->fini) set->kernels[i].lib->fini();
-        dlclose(set->kernels[i].handle);
-        free(set->kernels[i].path);
+        free_kernels(&set->kernels[i]);
     }
     free(set->arch);
     free(set->kernels);

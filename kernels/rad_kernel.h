@@ -16,8 +16,20 @@
 ** run different kernels.  EQ/LE/GE constraints may name the ranged parameter;
 ** DIV and IN may not (they do not cut a range into bands).
 **
-** Every struct that crosses this boundary begins or ends with a size or
-** version so it can grow at its end without breaking built libraries.
+** How this ABI grows (the same rule as rad_arch.h's):
+**   - RAD_KERNEL_ABI_VERSION changes only for a change that breaks libraries
+**     already built: a field moved or changed meaning, a limit below changed.
+**     The core refuses a library of any other version, naming both numbers.
+**   - Everything else grows at the end of a struct.  A struct the library
+**     hands the core says how big it was when the library was built
+**     (RadKernelLibrary.struct_size; rows[] and schemas[] are strided by
+**     row_size and schema_size), and the core reads only that much, treating
+**     the rest as zero: a new field's zero must mean "absent" or "off".  A
+**     struct the core hands a kernel (RadKernelArgs, RadKvView) carries the
+**     core's struct_size; a kernel built earlier reads its own prefix.
+**   - Structs embedded by value in an array of their parent (RadTensor in
+**     RadKernelArgs, RadConstraint, RadParamSchema, RadOperandSchema) are
+**     frozen within a version.
 */
 #ifndef RAD_KERNEL_H
 #define RAD_KERNEL_H
@@ -28,11 +40,13 @@
 extern "C" {
 #endif
 
-#define RAD_KERNEL_ABI_VERSION 2
-#define RAD_MAX_PARAMS 12
-#define RAD_MAX_OPERANDS 8
-#define RAD_MAX_CONSTRAINTS 6
-#define RAD_MAX_IN_VALUES 8
+#define RAD_KERNEL_ABI_VERSION 3
+/* Room for the largest op known (rope with YaRN has 15 parameters; a row
+** that lists every encoding needs 16 IN values). */
+#define RAD_MAX_PARAMS 24
+#define RAD_MAX_OPERANDS 12
+#define RAD_MAX_CONSTRAINTS 8
+#define RAD_MAX_IN_VALUES 32
 
 /* ------------------------------------------------------------- schemas */
 
@@ -85,6 +99,15 @@ typedef struct RadTensor {
     int64_t row_bytes;      /* bytes from one row (dim 0 index) to the next */
     int layout;             /* weights: RAD_LAYOUT_STORED, or RAD_LAYOUT_KERNEL when the
                             ** data is the launching row's own relayout copy */
+    /* Stacked weights ([n_slices, rows, cols]: a MoE layer's experts).  NULL
+    ** slices: slice e is at data + e * slice_bytes.  Otherwise slices[e] is
+    ** where slice e lives (streamed experts sit in cache slots, not in one
+    ** run), and slice_layout[e] (when not NULL) its RAD_LAYOUT_*, since
+    ** resident and streamed experts of one step may be laid out differently. */
+    int64_t n_slices;
+    int64_t slice_bytes;
+    const void *const *slices;
+    const uint8_t *slice_layout;
 } RadTensor;
 
 enum { RAD_LAYOUT_STORED = 0, RAD_LAYOUT_KERNEL = 1 };
@@ -95,6 +118,7 @@ enum { RAD_LAYOUT_STORED = 0, RAD_LAYOUT_KERNEL = 1 };
 ** and a slot's key is k + slot * kv_row_bytes (n_head_kv * head_dim elements
 ** of encoding `enc`), its value likewise in v. */
 typedef struct RadKvView {
+    int struct_size;                /* the core's sizeof(RadKvView) */
     void *k, *v;
     int enc;                        /* RAD_ENC_F16 or RAD_ENC_F32 */
     int block_size;
@@ -181,6 +205,9 @@ typedef struct RadKernelRow {
 /* What a library exports, as one symbol: `rad_kernel_library`. */
 typedef struct RadKernelLibrary {
     int abi_version;                /* RAD_KERNEL_ABI_VERSION */
+    int struct_size;                /* sizeof(RadKernelLibrary) as built */
+    int schema_size;                /* sizeof(RadOpSchema): the stride of schemas[] */
+    int row_size;                   /* sizeof(RadKernelRow): the stride of rows[] */
     const char *name;               /* "ref", "cpu", "cuda" */
     const char *description;
     int n_schemas;
@@ -192,6 +219,12 @@ typedef struct RadKernelLibrary {
 } RadKernelLibrary;
 
 #define RAD_KERNEL_LIBRARY_SYMBOL "rad_kernel_library"
+
+/* The first four fields of a library table, as this header builds them:
+**   const RadKernelLibrary rad_kernel_library = { RAD_KERNEL_LIBRARY_SIZES, .name = "ref", ... }; */
+#define RAD_KERNEL_LIBRARY_SIZES                                                    \
+    .abi_version = RAD_KERNEL_ABI_VERSION, .struct_size = (int)sizeof(RadKernelLibrary), \
+    .schema_size = (int)sizeof(RadOpSchema), .row_size = (int)sizeof(RadKernelRow)
 
 #ifdef __cplusplus
 }

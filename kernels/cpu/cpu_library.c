@@ -191,7 +191,7 @@ __attribute__((visibility("default"))) int rad_cpu_set_isa(const char *name)
 __attribute__((visibility("default"))) const char *rad_cpu_isa(void) { return cpu_isa_name(cpu_isa); }
 
 RadKernelLibrary rad_kernel_library = {
-    .abi_version = RAD_KERNEL_ABI_VERSION,
+    RAD_KERNEL_LIBRARY_SIZES,
     .name = "cpu",
     .description = "SIMD, multithreaded kernels: AVX2/AVX-512/NEON chosen at run time, portable C otherwise",
     .n_schemas = RAD_OP_SCHEMA_COUNT,

@@ -73,7 +73,7 @@ static const RadKernelRow rows[] = {
 };
 
 const RadKernelLibrary rad_kernel_library = {
-    .abi_version = RAD_KERNEL_ABI_VERSION,
+    RAD_KERNEL_LIBRARY_SIZES,
     .name = "ref",
     .description = "reference kernels: plain C loops that define each op's semantics",
     .n_schemas = RAD_OP_SCHEMA_COUNT,

@@ -6,7 +6,7 @@
 #include "../../../kernels/rad_kernel.h"
 
 const RadKernelLibrary rad_kernel_library_v2 = {
-    .abi_version = RAD_KERNEL_ABI_VERSION,
+    RAD_KERNEL_LIBRARY_SIZES,
     .name = "misnamed",
     .description = "exports its table under the wrong symbol",
 };
