@@ -25,14 +25,14 @@ TESTLIBS = -lcmocka $(LDLIBS)
 TEST_INC = -Iformats -Iengine -Ikernels/ref
 
 CORE_SRC := $(wildcard base/*.c formats/*.c engine/*.c engine/text/*.c)
-APP_SRC  := $(wildcard app/*.c)
+APP_SRC  := $(wildcard app/*.c app/*/*.c)
 REF_SRC  := $(wildcard kernels/ref/*.c) base/encoding.c
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 # Plugins and kernel libraries depend on the ABI headers only, so editing an
 # app header does not relink a plugin under a running test.
 ABI_HEADERS := $(wildcard base/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ref/*.h)
-HEADERS  := $(ABI_HEADERS) $(wildcard formats/*.h engine/*.h engine/text/*.h app/*.h)
+HEADERS  := $(ABI_HEADERS) $(wildcard formats/*.h engine/*.h engine/text/*.h app/*.h app/*/*.h)
 
 QUANTS   := f32 f16 bf16 q8_0 q4_0 q4_k gguf
 ENC_f32  := RAD_ENC_F32
@@ -223,12 +223,12 @@ unit-test: $(TEST_PLUGINS)
 # core library does not hold: those objects form libradapp.a, linked after
 # the core.  This block only adds prerequisites and a per-target TESTLIBS;
 # the unit tests' pattern rule above does the linking.
-APP_LOGIC_OBJ := $(BUILD)/obj/app/model_spec.o $(BUILD)/obj/app/hf_cache.o
+APP_LOGIC_OBJ := $(BUILD)/obj/app/models/model_spec.o $(BUILD)/obj/app/models/hf_cache.o
 APP_LOGIC_TESTS := $(BUILD)/tests/unit/test_model_spec $(BUILD)/tests/unit/test_hf_cache
 # The session store (app/session_*.c): test_session_db, and the driver that
 # tests/e2e/test_sessions.sh runs (writes, kills, a full disk, two writers).
-APP_LOGIC_OBJ += $(BUILD)/obj/app/session_db.o $(BUILD)/obj/app/session_messages.o \
-    $(BUILD)/obj/app/session_snapshots.o
+APP_LOGIC_OBJ += $(BUILD)/obj/app/sessions/session_db.o $(BUILD)/obj/app/sessions/session_messages.o \
+    $(BUILD)/obj/app/sessions/session_snapshots.o
 APP_LOGIC_TESTS += $(BUILD)/tests/unit/test_session_db $(BUILD)/tests/e2e/session_driver
 e2e-test: $(BUILD)/tests/e2e/session_driver
 $(BUILD)/libradapp.a: $(APP_LOGIC_OBJ)
@@ -289,7 +289,7 @@ test-neon:
 	RADIANCE_HOME=$(abspath $(NEON_BUILD)) qemu-aarch64 -L /usr/aarch64-linux-gnu $(NEON_BUILD)/tests/ops/test_cpu_ops_neon
 
 # The TUI layout test includes the app's layout sources directly.
-$(BUILD)/tests/unit/test_tui_layout: app/tui_text.c app/tui_markdown.c app/tui_transcript.c
+$(BUILD)/tests/unit/test_tui_layout: app/tui/tui_text.c app/tui/tui_markdown.c app/tui/tui_transcript.c
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

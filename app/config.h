@@ -19,7 +19,7 @@
 #ifndef RAD_CONFIG_H
 #define RAD_CONFIG_H
 
-#include "conversation.h"
+#include "chat/conversation.h"
 
 typedef struct RadConfig RadConfig;
 

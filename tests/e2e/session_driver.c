@@ -42,7 +42,7 @@
 **       the engine's blob cut in half (well compressed, refused by the
 **       engine).
 */
-#include "../../app/session_db.h"
+#include "../../app/sessions/session_db.h"
 #include "../../engine/include/radiance.h"
 
 #include <jansson.h>

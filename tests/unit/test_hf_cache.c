@@ -1,5 +1,5 @@
 /*
-** test_hf_cache.c: the Hugging Face cache layout (app/hf_cache.c): name
+** test_hf_cache.c: the Hugging Face cache layout (app/models/hf_cache.c): name
 ** checks, where things go, listings (hostile ones refused), the saved
 ** listing format, links, refs, locks, partial downloads and purging.
 */
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../app/hf_cache.h"
+#include "../../app/models/hf_cache.h"
 
 static char tmpdir[256];
 static RadHfCache cache;

@@ -1,5 +1,5 @@
 /*
-** test_model_spec.c: model specs (app/model_spec.c): hf:ORG/REPO[@REV][:QUANT],
+** test_model_spec.c: model specs (app/models/model_spec.c): hf:ORG/REPO[@REV][:QUANT],
 ** aliases from TSV files, local paths, the names refused, and the choice
 ** of files from a repository listing (safetensors, shards, GGUF quants and
 ** split parts).
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../app/model_spec.h"
+#include "../../app/models/model_spec.h"
 
 static char tmpdir[256];
 

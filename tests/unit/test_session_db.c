@@ -1,5 +1,5 @@
 /*
-** test_session_db.c: the session store (app/session_db.c, session_messages.c,
+** test_session_db.c: the session store (app/sessions/session_db.c, session_messages.c,
 ** session_snapshots.c): schema and versions, sessions and id prefixes, the
 ** message tree (/retry and /edit as forks), full-text search, removal, and
 ** KV snapshots: the longest-prefix lookup, blobs from another model, damaged
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../app/session_db.h"
+#include "../../app/sessions/session_db.h"
 
 static char tmpdir[256];
 static char dbpath[300];

@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../app/tui_text.c"
-#include "../../app/tui_markdown.c"
-#include "../../app/tui_transcript.c"
+#include "../../app/tui/tui_text.c"
+#include "../../app/tui/tui_markdown.c"
+#include "../../app/tui/tui_transcript.c"
 
 static RadRich rich(const char *s)
 {

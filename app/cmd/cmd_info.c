@@ -3,7 +3,7 @@
 ** installed, and the whole resolved program of a model (every op, its
 ** kernel per band and why) with its memory plan.
 */
-#include "app.h"
+#include "../app.h"
 
 #include <getopt.h>
 #include <stdio.h>

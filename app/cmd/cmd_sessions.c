@@ -8,9 +8,9 @@
 ** that /retry or /edit forked; export --json carries the other branches too,
 ** so nothing saved is lost by exporting.
 */
-#include "app.h"
-#include "hub.h"
-#include "session_db.h"
+#include "../app.h"
+#include "../models/hub.h"
+#include "../sessions/session_db.h"
 
 #include <errno.h>
 #include <getopt.h>

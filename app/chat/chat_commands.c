@@ -8,8 +8,8 @@
 ** new turn is saved beside the old one (a fork in the session's tree).
 */
 #include "chat.h"
-#include "app.h"
-#include "model_store.h"
+#include "../app.h"
+#include "../models/model_store.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
 ** cmd_convert.c: `radiance convert DIR -o OUT.rad [--quant Q]`.
 */
-#include "app.h"
+#include "../app.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -12,9 +12,9 @@
 */
 #include "model_store.h"
 
-#include "../engine/include/radiance.h"
+#include "../../engine/include/radiance.h"
 #include "hub.h"
-#include "session_db.h"
+#include "../sessions/session_db.h"
 
 #include <dirent.h>
 #include <errno.h>

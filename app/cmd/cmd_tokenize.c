@@ -3,8 +3,8 @@
 ** model's tokenizer or a bare tokenizer.json, for scripts and for checking
 ** what the model will see.
 */
-#include "app.h"
-#include "../engine/text/rad_text.h"
+#include "../app.h"
+#include "../../engine/text/rad_text.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/sample.h"
+#include "../../engine/sample.h"
 
 #define RAD_SESSION_ID_LEN          16          /* hex characters of a session id */
 #define RAD_SESSION_SCHEMA_VERSION  1           /* what this build writes; see radiance-sessions(5) */

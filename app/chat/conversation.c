@@ -9,7 +9,7 @@
 */
 #include "conversation.h"
 
-#include "../engine/text/rad_text.h"
+#include "../../engine/text/rad_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,12 +4,12 @@
 ** holds (architecture, sizes, and the encoding of each kind of tensor),
 ** read from the container's header without loading the engine.
 */
-#include "app.h"
-#include "../engine/text/rad_text.h"
-#include "../formats/gguf_container.h"
-#include "hub.h"
-#include "model_store.h"
-#include "../formats/rad_container.h"
+#include "../app.h"
+#include "../../engine/text/rad_text.h"
+#include "../../formats/gguf_container.h"
+#include "../models/hub.h"
+#include "../models/model_store.h"
+#include "../../formats/rad_container.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -21,8 +21,8 @@
 ** (the reply's prompt_evaluated shows it).
 */
 #include "chat.h"
-#include "app.h"
-#include "model_store.h"
+#include "../app.h"
+#include "../models/model_store.h"
 
 #include <jansson.h>
 #include <stdarg.h>

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#include "../base/rad_types.h"
+#include "../../base/rad_types.h"
 
 #define RAD_HF_COMMIT_LEN 40 /* hex digits of a git commit or blob sha1 */
 #define RAD_HF_SHA256_LEN 64

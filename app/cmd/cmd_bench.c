@@ -27,11 +27,11 @@
 ** KV-cache reads (which grow with the position) are not counted, so the
 ** figure is a slight underestimate.
 */
-#include "app.h"
-#include "model_store.h"
-#include "../engine/text/rad_text.h"
-#include "../formats/gguf_container.h"
-#include "../formats/rad_container.h"
+#include "../app.h"
+#include "../models/model_store.h"
+#include "../../engine/text/rad_text.h"
+#include "../../formats/gguf_container.h"
+#include "../../formats/rad_container.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -20,9 +20,9 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "../config.h"
 #include "conversation.h"
-#include "session_db.h"
+#include "../sessions/session_db.h"
 
 typedef struct RadChat RadChat;
 

@@ -4,9 +4,9 @@
 ** from the Hugging Face cache (the snapshot of the converted commit, the
 ** blobs no other snapshot links, the refs pointing at it).
 */
-#include "app.h"
-#include "hub.h"
-#include "model_store.h"
+#include "../app.h"
+#include "../models/hub.h"
+#include "../models/model_store.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -9,9 +9,9 @@
 ** token has at least N/2 tokens of context.  PPL = exp(mean NLL), with the
 ** standard error of the mean NLL carried through.
 */
-#include "app.h"
-#include "model_store.h"
-#include "../engine/text/rad_text.h"
+#include "../app.h"
+#include "../models/model_store.h"
+#include "../../engine/text/rad_text.h"
 
 #include <errno.h>
 #include <getopt.h>

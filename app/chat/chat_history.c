@@ -10,7 +10,7 @@
 ** entry per line; a message's own newlines are stored as U+001E (record
 ** separator), which no one types, and turned back when an entry is read.
 */
-#include "tui.h"
+#include "../tui/tui.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,7 @@
 */
 #include "session_db_int.h"
 
-#include "hf_cache.h"
+#include "../models/hf_cache.h"
 
 #include <errno.h>
 #include <jansson.h>

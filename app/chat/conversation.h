@@ -46,9 +46,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/include/radiance.h"
-#include "../engine/sample.h"
-#include "../engine/text/rad_chat.h"
+#include "../../engine/include/radiance.h"
+#include "../../engine/sample.h"
+#include "../../engine/text/rad_chat.h"
 
 typedef struct RadConv RadConv;
 

@@ -16,9 +16,9 @@
 ** Multi-line messages: a line ending in a backslash continues on the next;
 ** a line of just """ opens a block that the next such line closes.
 */
-#include "app.h"
+#include "../app.h"
 #include "chat.h"
-#include "tui.h"
+#include "../tui/tui.h"
 
 #include <errno.h>
 #include <signal.h>

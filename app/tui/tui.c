@@ -22,8 +22,8 @@
 */
 #define NCURSES_WIDECHAR 1
 #include "tui.h"
-#include "app.h"
-#include "chat.h"
+#include "../app.h"
+#include "../chat/chat.h"
 
 #include <langinfo.h>
 #include <locale.h>

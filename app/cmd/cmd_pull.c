@@ -3,8 +3,8 @@
 ** convert a model without running it.  The work is rad_model_resolve's;
 ** this file reads the flags and reports the outcome.
 */
-#include "app.h"
-#include "model_store.h"
+#include "../app.h"
+#include "../models/model_store.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -11,9 +11,9 @@
 ** missing model, an unknown session) fails here, on stderr with the
 ** documented exit status, before any screen is drawn.
 */
-#include "app.h"
-#include "chat.h"
-#include "config.h"
+#include "../app.h"
+#include "../chat/chat.h"
+#include "../config.h"
 
 #include <getopt.h>
 #include <stdio.h>

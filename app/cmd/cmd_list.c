@@ -3,9 +3,9 @@
 ** then the downloads left unfinished in the Hugging Face cache (resumed by
 ** the next pull of their model).
 */
-#include "app.h"
-#include "hub.h"
-#include "model_store.h"
+#include "../app.h"
+#include "../models/hub.h"
+#include "../models/model_store.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -11,11 +11,11 @@
 ** once.  --tokens and --dump-logits keep the raw token-id path that the
 ** reference comparisons drive.
 */
-#include "app.h"
-#include "config.h"
-#include "conversation.h"
-#include "model_store.h"
-#include "../engine/text/rad_text.h"
+#include "../app.h"
+#include "../config.h"
+#include "../chat/conversation.h"
+#include "../models/model_store.h"
+#include "../../engine/text/rad_text.h"
 
 #include <errno.h>
 #include <getopt.h>
