@@ -115,10 +115,12 @@ $(BUILD)/tests/ops/%: tests/ops/%.c $(REF_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(filter-out base/encoding.c,$(REF_SRC)) base/encoding.c base/error.c $(TESTLIBS)
 
-# The recording builder stands in for the core: it links no engine code.
-$(BUILD)/tests/arch/%: tests/arch/%.c tests/arch/recording_builder.c $(HEADERS)
+# The recording builder stands in for the core: it links no engine code but
+# the metadata lookups (engine/meta.c), so plugins read metadata as they do in
+# the engine.
+$(BUILD)/tests/arch/%: tests/arch/%.c tests/arch/recording_builder.c engine/meta.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< tests/arch/recording_builder.c base/error.c base/encoding.c $(TESTLIBS)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< tests/arch/recording_builder.c engine/meta.c base/error.c base/encoding.c $(TESTLIBS)
 
 # Golden, tokenizer and real-model tests drive the core library directly.
 # (The more specific unit/ops/arch rules above win: GNU make prefers the

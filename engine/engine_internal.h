@@ -8,7 +8,11 @@
 **   select.c   kernel selection per band, the missing-kernel report
 **   plan.c     the activation arena from liveness
 **   kv.c       the paged KV cache
-**   runtime.c  engine open/close, steps, rad_issue
+**   meta.c     RadModelMeta from the container's table; the metadata lookups
+**   open.c     engine open/close and what can be asked of an engine
+**   issue.c    rad_issue: operands bound, the band's kernel launched
+**   sequence.c sequences, truncation, KV snapshots
+**   step.c     rad_engine_eval: tokens into steps
 **   convert.c  Hugging Face folder -> .rad, driven by the name map
 */
 #ifndef RAD_ENGINE_INTERNAL_H
@@ -217,7 +221,6 @@ const RadRelayoutCopy *rad_relayout_copy(const RadWeightEntry *w, const RadKerne
 int rad_relayout_weights(RadBuilder *b, struct RadPool *pool, int64_t mapped, int64_t other, int64_t *made,
                          char *skipped, size_t skipped_len);
 
-#endif /* RAD_ENGINE_INTERNAL_H */
 
 /* ---------------------------------------------------------------- kv.c */
 
@@ -282,3 +285,44 @@ void rad_kv_fill_table(const RadKvPool *p, int g, const int *seqs, int n_seq, in
 /* A layer's view for a step, over its group's filled table. */
 void rad_kv_view(const RadKvPool *p, int layer, const int32_t *table, int n_seq,
                  const RadBatch *batch, RadKvView *out);
+
+/* ------------------------------------------------ the engine (open.c) */
+
+#include "pool.h"
+#include "text/rad_text.h"
+
+#define MAX_LIBS 8
+
+struct RadEngine {
+    RadEngineOptions opt;
+    RadPluginSet plugins;
+    const RadKernelLibrary *libs[MAX_LIBS];
+    int n_libs;
+    RadContainer *container;
+    RadModelMeta meta;
+    const RadArchPlugin *plugin;
+    RadBuildCtx ctx;
+    RadBuilder b;
+    uint8_t *arena;
+    int64_t arena_bytes;
+    RadKvPool kv;
+    RadText *text;              /* NULL when the model has no tokenizer */
+    /* Step scratch, sized at open so a step never allocates. */
+    int32_t *positions, *token_seq, *out_ids, *cu_seqlens, *seq_ids, *kv_tables;
+    RadKvView *views;
+    RadPool *pool;              /* -t threads for host kernels */
+    void *scratch;              /* the largest scratch any selected row asks for */
+    char model_id[65];          /* sha256 hex of what makes this model this model */
+    size_t scratch_bytes;
+    int64_t relayout_bytes;             /* kernels' private weight layouts */
+    char relayout_skipped[160];         /* why there are none, when they were skipped */
+};
+
+struct RadCtx {
+    RadEngine *e;
+    const RadBatch *batch;
+    int status;
+    rad_op last_op;
+};
+
+#endif /* RAD_ENGINE_INTERNAL_H */

@@ -5,7 +5,7 @@
 ** rows selected for the op; a row that wants its own layout says how many
 ** bytes, and gets a copy, made once per (weight, relayout function) so the
 ** rows of one library that share a layout share the copy.  At issue time
-** runtime.c hands a row its copy (layout = RAD_LAYOUT_KERNEL) and every
+** issue.c hands a row its copy (layout = RAD_LAYOUT_KERNEL) and every
 ** other row the mapped bytes.  Why a copy at all: a kernel can read eight
 ** interleaved rows as one stream and keep their sums in one register
 ** (kernels/cpu/x8.c); the file keeps the canonical layout.

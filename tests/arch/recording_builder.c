@@ -2,7 +2,7 @@
 ** recording_builder.c: the core's plugin-facing functions, as a recorder.
 **
 ** This is a test double that stands in for the core (engine/build.c and
-** engine/runtime.c) when an architecture plugin is tested on its own.  Every
+** engine/issue.c) when an architecture plugin is tested on its own.  Every
 ** function rad_core.h declares is implemented here; each call a plugin makes
 ** is written to a log as one canonical line (recording_builder.h lists the
 ** forms) and kept in tables the tests query.  Nothing is selected, planned,
@@ -260,36 +260,7 @@ void rec_ctx_free(RadCtx *c) { free(c); }
 
 void rec_set_unresolved(RadBuilder *b, const char *op_name) { lines_add(&b->unresolved, copy_text(op_name)); }
 
-/* ------------------------------------------------------------ metadata */
-
-/* As rad_types.h describes the table: INT and FLOAT entries answer both
-** numeric lookups, a STRING entry only rad_meta_gets. */
-static const RadMetaKV *meta_find(const RadModelMeta *m, const char *key)
-{
-    for (int i = 0; i < m->n_kv; i++)
-        if (strcmp(m->kv[i].key, key) == 0) return &m->kv[i];
-    return NULL;
-}
-
-int64_t rad_meta_geti(const RadModelMeta *m, const char *key, int64_t dflt)
-{
-    const RadMetaKV *kv = meta_find(m, key);
-    return kv && kv->type != RAD_META_STRING ? kv->i : dflt;
-}
-
-double rad_meta_getf(const RadModelMeta *m, const char *key, double dflt)
-{
-    const RadMetaKV *kv = meta_find(m, key);
-    return kv && kv->type != RAD_META_STRING ? kv->f : dflt;
-}
-
-const char *rad_meta_gets(const RadModelMeta *m, const char *key, const char *dflt)
-{
-    const RadMetaKV *kv = meta_find(m, key);
-    return kv && kv->type == RAD_META_STRING ? kv->s : dflt;
-}
-
-int rad_meta_has(const RadModelMeta *m, const char *key) { return meta_find(m, key) != NULL; }
+/* The metadata lookups are the engine's own (engine/meta.c, linked in). */
 
 /* ------------------------------------------------------------- weights */
 
