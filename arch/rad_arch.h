@@ -7,15 +7,38 @@
 ** bf16" are two files built from one source.  The plugin exports:
 **
 **   rad_plugin_info        ABI version, kind, name, id, quant (RAD_ARCH_PLUGIN)
-**   rad_arch_declare       name every weight, buffer, KV group and op
-**   rad_arch_step          issue the ops for one batch
+**   rad_arch_declare       name every weight, buffer, KV group and op, and
+**                          hand back the instance that holds the handles
+**   rad_arch_step          issue the ops for one batch, on one instance
+**   rad_arch_release       free an instance declare made
 **   rad_arch_hf_names      optional: the Hugging Face architectures it serves
+**   rad_arch_gguf_families optional: the GGUF architectures it serves, and
+**                          what their files imply (see RadGgufFamily)
 **   rad_arch_probe         optional: what deployment switches it honours
 **   rad_arch_chat_format   optional: role markers, stops, reasoning markup
-**   rad_arch_release       optional: free what declare kept, before unload
 **
-** What a plugin may call is in rad_core.h.  Structs that cross the boundary
-** carry struct_size and grow only at their end.
+** Instances.  A plugin keeps no state of its own between calls: everything a
+** declare works out (op and weight handles, the layer list) lives in an
+** instance the plugin allocates in declare and returns through *instance.
+** The core owns it from then on, passes it to every step of that model and
+** to rad_arch_release exactly once when the model closes (also when declare
+** failed, if it set one).  So two models of one family, a model and its
+** draft, or a model and its own shape probe live in one process side by
+** side, each as if it were alone.  A plugin whose declare keeps nothing may
+** leave *instance NULL.
+**
+** How this ABI grows (the same rule as rad_kernel.h's):
+**   - RAD_ARCH_ABI_VERSION changes only for a change that breaks plugins
+**     already built (a function's signature, a field that moved or changed
+**     meaning).  The core refuses a plugin of any other version by name.
+**   - Everything else grows at the end of a struct.  Every struct that
+**     crosses carries struct_size, set by the side that fills it, and the
+**     reader takes only what lies inside it, the rest as zero: a new field's
+**     zero must mean "absent" or "off".  A plugin fills its declaration
+**     structs with RAD_SIZED(Type); the core fills RadModelMeta, RadBuildCtx,
+**     RadBatch and RadArchProbe's size before the plugin sees them.
+**   - RadParam and RadOperand travel in arrays the macros of rad_core.h
+**     build; they are frozen within a version.
 */
 #ifndef RAD_ARCH_H
 #define RAD_ARCH_H
@@ -26,12 +49,13 @@
 extern "C" {
 #endif
 
-#define RAD_ARCH_ABI_VERSION 1
+#define RAD_ARCH_ABI_VERSION 2
 #define RAD_PLUGIN_ARCH 1
 
 typedef struct RadPluginInfo {
     int abi_version;            /* RAD_ARCH_ABI_VERSION at build time */
     int kind;                   /* RAD_PLUGIN_ARCH */
+    int struct_size;            /* sizeof(RadPluginInfo) at build time */
     const char *name;           /* unique: "llama_q8_0" */
     const char *arch_id;        /* "llama" */
     const char *quant;          /* "f32", "bf16", "q8_0", ... */
@@ -45,7 +69,25 @@ typedef struct RadArchProbe {
     int struct_size;
     int shape_probe_ok;         /* tolerates a sizing declare */
     int kv_f32_ok;              /* declares correctly with an f32 KV cache */
+    int max_spec;               /* positions of speculation its state can roll back; 0 = as many as
+                                ** the core asks (attention KV only) */
 } RadArchProbe;
+
+/* A GGUF architecture a plugin serves ("llama", "qwen3", "gemma3") and what
+** its files imply beyond GGUF's own keys: the Hugging Face class it mirrors
+** and canonical keys set by the family's conventions (llama.cpp's converter
+** permutes llama q/k rows, so llama files want model.rope_mode = 1; it folds
+** Gemma's 1 + w into the norms, so gemma3 files want model.norm_offset = 0).
+** The GGUF import knows no family: it reads GGUF's generic keys and applies
+** what the plugin that claims the architecture lists here.  A list ends with
+** a NULL gguf_arch. */
+typedef struct RadGgufFamily {
+    int struct_size;
+    const char *gguf_arch;          /* general.architecture */
+    const char *hf_arch;            /* the Hugging Face class its files mirror */
+    int n_implied;
+    const RadMetaKV *implied;       /* canonical keys the family's files imply */
+} RadGgufFamily;
 
 /* How a format lays a conversation out beyond its markers.  The models'
 ** Jinja templates differ in more than marker text (where the system text
@@ -111,12 +153,13 @@ typedef struct RadChatFormat {
 } RadChatFormat;
 
 typedef const RadPluginInfo *(*RadPluginInfoFn)(void);
-typedef int (*RadArchDeclareFn)(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx);
-typedef void (*RadArchStepFn)(RadCtx *c, const RadBatch *batch);
+typedef int (*RadArchDeclareFn)(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx, void **instance);
+typedef void (*RadArchStepFn)(void *instance, RadCtx *c, const RadBatch *batch);
+typedef void (*RadArchReleaseFn)(void *instance);
 typedef const char *const *(*RadArchHfNamesFn)(void);
+typedef const RadGgufFamily *(*RadArchGgufFamiliesFn)(void);
 typedef int (*RadArchProbeFn)(const RadModelMeta *meta, RadArchProbe *out);
 typedef const RadChatFormat *(*RadArchChatFormatFn)(const RadModelMeta *meta);
-typedef void (*RadArchReleaseFn)(void);
 
 /* Emits the export block.  Use once, at the bottom of the plugin source:
 **   RAD_ARCH_PLUGIN(llama, "llama", RAD_QUANT, "1.0", "Llama, Qwen2, Qwen3, Mistral")
@@ -126,8 +169,8 @@ typedef void (*RadArchReleaseFn)(void);
     const RadPluginInfo *rad_plugin_info(void)                                 \
     {                                                                          \
         static const RadPluginInfo info = {                                    \
-            RAD_ARCH_ABI_VERSION, RAD_PLUGIN_ARCH, #NS "_" QUANT, ID, QUANT,   \
-            VERSION, DESC};                                                    \
+            RAD_ARCH_ABI_VERSION, RAD_PLUGIN_ARCH, (int)sizeof(RadPluginInfo), \
+            #NS "_" QUANT, ID, QUANT, VERSION, DESC};                          \
         return &info;                                                          \
     }                                                                          \
     const char *rad_arch_id(void) { return ID; }                               \

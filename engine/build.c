@@ -11,8 +11,29 @@
 #include "engine_internal.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The smallest declaration structs of architecture ABI 2: every field the
+** version began with.  A plugin built against a later header of the same
+** version may pass a larger struct; the fields past what this core knows
+** are ignored, and the fields past what the plugin knew read as zero. */
+#define WEIGHT_DECL_MIN (offsetof(RadWeightDecl, source) + sizeof(const char *))
+#define BUFFER_DECL_MIN (offsetof(RadBufferDecl, derive) + sizeof(const char *))
+#define KV_DECL_MIN (offsetof(RadKvGroupDecl, state_cols) + sizeof(int64_t))
+
+/* Copy a plugin's declaration struct into `full` zero-filled bytes.  0, or
+** -1 when its struct_size is below `min` (a plugin that forgot RAD_SIZED, or
+** one built for an older ABI that the version check let through). */
+static int read_decl(void *dst, size_t full, const void *src, size_t min)
+{
+    int size = *(const int *)src;
+    memset(dst, 0, full);
+    if (size < (int)min) return -1;
+    memcpy(dst, src, (size_t)size < full ? (size_t)size : full);
+    return 0;
+}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -95,6 +116,11 @@ void rad_builder_free(RadBuilder *b)
     }
     for (int i = 0; i < b->n_problems; i++) free(b->problems[i]);
     for (int i = 0; i < b->n_notes; i++) free(b->notes[i]);
+    for (int i = 0; i < b->n_aliases; i++) { free(b->alias_from[i]); free(b->alias_to[i]); }
+    free(b->alias_from);
+    free(b->alias_to);
+    rad_name_index_free(&b->weight_index);
+    rad_name_index_free(&b->buffer_index);
     free(b->weights);
     free(b->buffers);
     free(b->kv);
@@ -109,9 +135,7 @@ void rad_builder_free(RadBuilder *b)
 
 rad_weight rad_builder_find_weight(const RadBuilder *b, const char *name)
 {
-    for (int i = 0; i < b->n_weights; i++)
-        if (strcmp(b->weights[i].name, name) == 0) return i;
-    return -1;
+    return rad_name_index_get(&b->weight_index, name);
 }
 
 static void shape_text(const int64_t *shape, int rank, char *buf, size_t len)
@@ -157,8 +181,15 @@ static void bind_to_container(RadBuilder *b, RadWeightEntry *w)
                                 : (int64_t)t->size;
 }
 
-rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl *d)
+rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl *decl)
 {
+    RadWeightDecl full;
+    const RadWeightDecl *d = &full;
+    if (read_decl(&full, sizeof full, decl, WEIGHT_DECL_MIN) != 0) {
+        problem(b, "weight '%s': its RadWeightDecl has struct_size %d, below this ABI's %zu (set it with RAD_SIZED)",
+                name, decl->struct_size, WEIGHT_DECL_MIN);
+        return -1;
+    }
     if (rad_builder_find_weight(b, name) >= 0) {
         problem(b, "plugin declares weight '%s' twice", name);
         return -1;
@@ -181,6 +212,12 @@ rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl 
     w->d.source = NULL;
     w->source = d->source ? strdup(d->source) : NULL;
     w->enc = d->enc;
+    if (!w->name || (d->source && !w->source) || rad_name_index_put(&b->weight_index, w->name, b->n_weights) != RAD_OK) {
+        free(w->name);
+        free(w->source);
+        problem(b, "out of memory declaring weight '%s'", name);
+        return -1;
+    }
     if (b->mode == RAD_BUILD_RUN) bind_to_container(b, w);
     return b->n_weights++;
 }
@@ -207,22 +244,65 @@ int rad_decl_name_map(RadBuilder *b, const char *weight, int mode, const char *c
     if (n_sources < 1) return rad_decl_fail(b, "name map for '%s' has no source", weight);
     RadWeightEntry *w = &b->weights[id];
     if (w->map_mode) return rad_decl_fail(b, "name map for '%s' given twice", weight);
+    /* COPY sources gain the builder's aliases, after every source as given. */
+    int n_alt = 0;
+    if (mode == RAD_MAP_COPY)
+        for (int i = 0; i < n_sources; i++)
+            for (int a = 0; a < b->n_aliases; a++)
+                n_alt += strncmp(sources[i], b->alias_from[a], strlen(b->alias_from[a])) == 0;
+    w->map_sources = calloc((size_t)(n_sources + n_alt), sizeof *w->map_sources);
+    if (!w->map_sources) return rad_decl_fail(b, "out of memory for the name map of '%s'", weight);
+    int n = 0;
+    for (int i = 0; i < n_sources; i++) w->map_sources[n++] = strdup(sources[i]);
+    for (int i = 0; i < n_sources && n_alt; i++)
+        for (int a = 0; a < b->n_aliases; a++) {
+            size_t len = strlen(b->alias_from[a]);
+            if (strncmp(sources[i], b->alias_from[a], len) != 0) continue;
+            char *alt = malloc(strlen(b->alias_to[a]) + strlen(sources[i] + len) + 1);
+            if (alt) sprintf(alt, "%s%s", b->alias_to[a], sources[i] + len);
+            w->map_sources[n++] = alt;
+        }
+    w->n_map_sources = n;
     w->map_mode = mode;
-    w->map_sources = calloc((size_t)n_sources, sizeof *w->map_sources);
-    for (int i = 0; i < n_sources; i++) w->map_sources[i] = strdup(sources[i]);
-    w->n_map_sources = n_sources;
+    for (int i = 0; i < n; i++)
+        if (!w->map_sources[i]) return rad_decl_fail(b, "out of memory for the name map of '%s'", weight);
+    return RAD_OK;
+}
+
+int rad_decl_name_alias(RadBuilder *b, const char *from, const char *to)
+{
+    if (!from || !to || !*from) return rad_decl_fail(b, "name alias: an empty prefix");
+    char **f = realloc(b->alias_from, (size_t)(b->n_aliases + 1) * sizeof *f);
+    if (f) b->alias_from = f;
+    char **t = realloc(b->alias_to, (size_t)(b->n_aliases + 1) * sizeof *t);
+    if (t) b->alias_to = t;
+    char *from_copy = strdup(from), *to_copy = strdup(to);
+    if (!f || !t || !from_copy || !to_copy) {
+        free(from_copy);
+        free(to_copy);
+        return rad_decl_fail(b, "out of memory for a name alias");
+    }
+    b->alias_from[b->n_aliases] = from_copy;
+    b->alias_to[b->n_aliases] = to_copy;
+    b->n_aliases++;
     return RAD_OK;
 }
 
 /* ------------------------------------------------------------ buffers */
 
-rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *d)
+rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *decl)
 {
-    for (int i = 0; i < b->n_buffers; i++)
-        if (strcmp(b->buffers[i].name, name) == 0) {
-            problem(b, "plugin declares buffer '%s' twice", name);
-            return -1;
-        }
+    RadBufferDecl full;
+    const RadBufferDecl *d = &full;
+    if (read_decl(&full, sizeof full, decl, BUFFER_DECL_MIN) != 0) {
+        problem(b, "buffer '%s': its RadBufferDecl has struct_size %d, below this ABI's %zu (set it with RAD_SIZED)",
+                name, decl->struct_size, BUFFER_DECL_MIN);
+        return -1;
+    }
+    if (rad_name_index_get(&b->buffer_index, name) >= 0) {
+        problem(b, "plugin declares buffer '%s' twice", name);
+        return -1;
+    }
     int64_t row_bytes = rad_encoding_row_bytes(d->enc, d->cols);
     if (d->rows <= 0 || row_bytes <= 0 || d->rows > (INT64_MAX / 2) / row_bytes) {
         problem(b, "buffer '%s': %lld x %lld of encoding %d is not a valid size", name,
@@ -253,20 +333,48 @@ rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *d)
     e->row_bytes = row_bytes;
     e->bytes = d->rows * row_bytes;
     e->first = e->last = -1;
+    if (!e->name || (d->derive && !e->derive) || rad_name_index_put(&b->buffer_index, e->name, b->n_buffers) != RAD_OK) {
+        free(e->name);
+        free(e->derive);
+        problem(b, "out of memory declaring buffer '%s'", name);
+        return -1;
+    }
     return b->n_buffers++;
 }
 
 /* ---------------------------------------------------------- KV groups */
 
-rad_kv rad_decl_kv_group(RadBuilder *b, const char *name, const RadKvGroupDecl *d)
+rad_kv rad_decl_kv_group(RadBuilder *b, const char *name, const RadKvGroupDecl *decl)
 {
-    if (d->kind != RAD_KV_FULL && d->kind != RAD_KV_WINDOW) {
-        problem(b, "KV group '%s': kind %d is not served yet (FULL and WINDOW are)", name, d->kind);
+    RadKvGroupDecl full;
+    const RadKvGroupDecl *d = &full;
+    if (read_decl(&full, sizeof full, decl, KV_DECL_MIN) != 0) {
+        problem(b, "KV group '%s': its RadKvGroupDecl has struct_size %d, below this ABI's %zu (set it with RAD_SIZED)",
+                name, decl->struct_size, KV_DECL_MIN);
         return -1;
     }
-    if (d->n_head_kv <= 0 || d->head_dim <= 0 || (d->kind == RAD_KV_WINDOW && d->window <= 0)) {
-        problem(b, "KV group '%s': heads %d, head_dim %d, window %d are not valid", name, d->n_head_kv,
-                d->head_dim, d->window);
+    switch (d->kind) {
+    case RAD_KV_FULL:
+    case RAD_KV_WINDOW:
+        if (d->n_head_kv <= 0 || d->head_dim <= 0 || (d->kind == RAD_KV_WINDOW && d->window <= 0)) {
+            problem(b, "KV group '%s': heads %d, head_dim %d, window %d are not valid", name, d->n_head_kv,
+                    d->head_dim, d->window);
+            return -1;
+        }
+        break;
+    case RAD_KV_LINEAR:
+    case RAD_KV_CONV: {
+        int64_t row = rad_encoding_row_bytes(d->state_enc, d->state_cols);
+        if (d->state_rows <= 0 || row <= 0 || d->state_rows > (INT64_C(1) << 40) / row ||
+            (d->state_enc != RAD_ENC_F32 && d->state_enc != RAD_ENC_F16 && d->state_enc != RAD_ENC_BF16)) {
+            problem(b, "KV group '%s': a state of %lld x %lld elements of encoding %d is not valid (f32, f16 or bf16)",
+                    name, (long long)d->state_rows, (long long)d->state_cols, d->state_enc);
+            return -1;
+        }
+        break;
+    }
+    default:
+        problem(b, "KV group '%s': kind %d is not served (FULL, WINDOW, LINEAR and CONV are)", name, d->kind);
         return -1;
     }
     GROW(b->kv, b->n_kv, b->cap_kv);

@@ -348,7 +348,9 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
     RadBuildCtx ctx = {.struct_size = sizeof ctx, .world_size = 1, .max_tok = 1, .max_seqs = 1, .max_ctx = 1,
                        .max_out_rows = 1, .kv_enc = RAD_ENC_F16, .scope = ""};
     rad_builder_init(&b, RAD_BUILD_CONVERT, &meta, &ctx);
-    int declared = plugin->declare(&b, &meta, &ctx);
+    void *instance = NULL;      /* the converter needs only the builder's tables */
+    int declared = plugin->declare(&b, &meta, &ctx, &instance);
+    plugin->release(instance);
     rc = rad_builder_finish(&b, config_path);
     if (rc) goto done;
     if (declared) {

@@ -25,19 +25,22 @@
 #include "../formats/rad_container.h"
 #include "../kernels/rad_kernel.h"
 #include "include/radiance.h"
+#include "name_index.h"
 
 /* ----------------------------------------------------------- plugin.c */
 
 typedef struct RadArchPlugin {
     char *path;
     void *handle;
-    const RadPluginInfo *info;
+    const RadPluginInfo *info;          /* &info_copy */
+    RadPluginInfo info_copy;            /* what the plugin's info holds, zero past its size */
     RadArchDeclareFn declare;
     RadArchStepFn step;
+    RadArchReleaseFn release;
     RadArchHfNamesFn hf_names;          /* optional */
+    RadArchGgufFamiliesFn gguf_families;/* optional */
     RadArchProbeFn probe;               /* optional */
     RadArchChatFormatFn chat_format;    /* optional */
-    RadArchReleaseFn release;           /* optional */
 } RadArchPlugin;
 
 typedef struct RadKernelLib {
@@ -62,6 +65,10 @@ char *rad_plugin_dir_resolve(const char *plugin_dir);
 ** name (ABI version, missing export, a pair claimed twice). */
 int  rad_plugins_load(const char *dir, RadPluginSet *set);
 void rad_plugins_free(RadPluginSet *set);
+/* The process's shared set for dir, loaded on first use (see plugin.c):
+** what engines use.  Release once per acquire; the last unloads it. */
+int  rad_plugins_acquire(const char *dir, const RadPluginSet **out);
+void rad_plugins_release(const RadPluginSet *set);
 const RadArchPlugin *rad_plugins_find(const RadPluginSet *set, const char *id, const char *quant);
 /* The plugin whose rad_arch_hf_names lists hf_arch, or NULL. */
 const RadArchPlugin *rad_plugins_find_hf(const RadPluginSet *set, const char *hf_arch);
@@ -189,6 +196,11 @@ struct RadBuilder {
 
     char **problems; int n_problems;    /* reported together when declare ends */
     char **notes; int n_notes;
+
+    RadNameIndex weight_index;          /* name -> weight */
+    RadNameIndex buffer_index;          /* name -> buffer */
+    char **alias_from, **alias_to;      /* rad_decl_name_alias */
+    int n_aliases;
 };
 
 void rad_builder_init(RadBuilder *b, int mode, const RadModelMeta *meta, const RadBuildCtx *ctx);
@@ -224,66 +236,104 @@ int rad_relayout_weights(RadBuilder *b, struct RadPool *pool, int64_t mapped, in
 
 /* ---------------------------------------------------------------- kv.c */
 
-/* The paged KV cache.  Each group owns a pool of blocks shared by the layers
-** bound to it (block b of layer l lives in that layer's storage at b); each
-** sequence owns one block table per group, indexed by position / block_size.
-** WINDOW groups give back blocks that fell out of every future query's reach,
-** so their pool is sized by the window, not the context. */
+/* The KV cache and the other per-sequence state (kv.c says how it works).
+** A paged group (FULL, WINDOW) owns a pool of blocks shared by the layers
+** bound to it (block b of layer l lives in that layer's storage at b) and by
+** every sequence; a state group (LINEAR, CONV) owns two slots per sequence
+** and bound layer, the live state and a checkpoint. */
 typedef struct RadKvGroupState {
     RadKvGroupDecl d;
-    int block_size;
-    int enc;
-    int64_t row_bytes;              /* one position's K (or V): n_head_kv * head_dim */
-    int n_blocks;
-    int *free_blocks;               /* a stack */
-    int n_free;
+    int enc;                        /* the K/V or the state encoding */
     int n_layers;
     int *layers;                    /* model layers bound here */
-    void **k, **v;                  /* per bound layer: [n_blocks * block_size, row] */
+    void **k, **v;                  /* per bound layer: paged [n_blocks * block_size, row]; state: k = slots */
+    /* paged groups */
+    int block_size;
+    int64_t row_bytes;              /* one position's K (or V): n_head_kv * head_dim */
+    int n_blocks;
+    int32_t *refs;                  /* [n_blocks] sequences holding each block */
+    uint64_t *hash;                 /* [n_blocks] prefix hash of a full block; 0 = none */
+    uint64_t *parent;               /* [n_blocks] the hash of the prefix before it */
+    int32_t *tokens;                /* [n_blocks, block_size] the tokens it holds, to confirm a hit */
+    int32_t *free_next, *free_prev; /* free blocks, oldest first */
+    int free_head, free_tail, n_free;
+    int index_cap;                  /* the hash -> block index, open addressing */
+    uint64_t *index_key;
+    int32_t *index_block;
+    /* state groups */
+    int64_t state_bytes;            /* one slot */
+    int n_slots;                    /* 2 * max_seqs: sequence q's state, then its checkpoint at max_seqs + q */
 } RadKvGroupState;
 
 typedef struct RadKvSeq {
     int used;
     int len;                        /* positions stored */
-    int32_t **table;                /* per group: [max_blocks] block ids, -1 = none */
+    int32_t **table;                /* per paged group: [max_blocks] block ids, -1 = none */
+    int32_t *tokens;                /* [max_ctx] what the positions hold */
+    uint64_t *block_hashes;         /* [max_blocks] prefix hash of each full block */
+    int hashable;                   /* 0 after a restore: the tokens are not known */
+    int checkpoint_len;             /* the length the state checkpoint describes; -1 = none */
 } RadKvSeq;
 
 typedef struct RadKvPool {
     int n_groups;
     RadKvGroupState *groups;
-    int max_seqs, max_ctx, max_blocks;
+    int block_size;
+    int max_seqs, max_ctx, max_blocks, max_spec;
     RadKvSeq *seqs;
     int n_layers;
     int *layer_group;               /* model layer -> group */
     int *layer_slot;                /* model layer -> index in its group's layers */
     int64_t bytes;                  /* everything allocated, for the plan */
+    int64_t attached;               /* positions served by shared prefixes so far */
 } RadKvPool;
 
-int  rad_kv_pool_init(RadKvPool *p, const RadBuilder *b, int max_seqs, int max_ctx, int max_tok, int kv_enc);
+typedef struct RadKvOptions {
+    int max_seqs, max_ctx, max_tok;
+    int max_spec;                   /* positions a rollback may undo */
+    int kv_enc;
+    int64_t positions;              /* paged positions shared by all sequences; 0 = max_seqs * max_ctx */
+} RadKvOptions;
+
+int  rad_kv_pool_init(RadKvPool *p, const RadBuilder *b, const RadKvOptions *o);
 void rad_kv_pool_free(RadKvPool *p);
 int  rad_kv_seq_new(RadKvPool *p, int *seq);
 void rad_kv_seq_free(RadKvPool *p, int seq);
-/* Make room for positions [len, new_len) of seq; RAD_E_RANGE past max_ctx or
-** when the pool is out of blocks. */
+/* Make room for positions [len, new_len) of seq: blocks taken from the
+** shared pool, a shared block copied before it is written.  RAD_E_RANGE
+** (nothing changed) past max_ctx or when the pool is out of blocks. */
 int  rad_kv_reserve(RadKvPool *p, int seq, int new_len);
-/* Record that seq now holds new_len positions; WINDOW groups free blocks no
-** later query can reach. */
-void rad_kv_commit(RadKvPool *p, int seq, int new_len);
+/* Record that seq now holds n more positions, `tokens`: full blocks are
+** hashed and become shareable; WINDOW groups give back blocks out of reach
+** of every query after a rollback of up to max_spec positions. */
+void rad_kv_commit(RadKvPool *p, int seq, const int32_t *tokens, int n);
 /* Drop positions [new_len, len) of seq.  RAD_E_RANGE (nothing changed)
-** when a sliding-window group has already let go of a position a query at
-** new_len would need: the caller must re-run the sequence instead. */
+** when a sliding window already let go of a position a query at new_len
+** would need, or a state group cannot be rewound there (only to 0, or to
+** the length of its checkpoint): the caller must re-run the sequence. */
 int  rad_kv_truncate(RadKvPool *p, int seq, int new_len);
+/* Keep a copy of seq's state (LINEAR/CONV) at its current length. */
+int  rad_kv_checkpoint(RadKvPool *p, int seq);
+/* 1 when the model keeps state that cannot be shared or cut (LINEAR/CONV). */
+int  rad_kv_has_state(const RadKvPool *p);
+/* An empty seq about to hold `tokens`: attach the longest run of whole
+** blocks other sequences (or freed, still cached blocks) computed for the
+** same prefix.  Returns the positions attached (a multiple of the block
+** size, 0 when none); seq then holds them. */
+int  rad_kv_attach_prefix(RadKvPool *p, int seq, const int32_t *tokens, int n);
+int  rad_kv_blocks_in_use(const RadKvPool *p, int group);
 /* A sequence's cache as bytes (every position a later query can see, per
-** layer) and back into an empty sequence.  Restore checks the whole blob
-** against this pool before writing anything. */
+** layer; every state) and back into an empty sequence.  Restore checks the
+** whole blob against this pool before writing anything. */
 int64_t rad_kv_snapshot_bytes(const RadKvPool *p, int seq);
 int  rad_kv_snapshot(const RadKvPool *p, int seq, void *out, int64_t size);
 int  rad_kv_restore(RadKvPool *p, int seq, const void *data, int64_t size);
-/* Copy group g's block tables of sequences seqs[0..n_seq) into table
+/* Copy paged group g's block tables of sequences seqs[0..n_seq) into table
 ** (n_seq * max_blocks entries); once per group per step. */
 void rad_kv_fill_table(const RadKvPool *p, int g, const int *seqs, int n_seq, int32_t *table);
-/* A layer's view for a step, over its group's filled table. */
-void rad_kv_view(const RadKvPool *p, int layer, const int32_t *table, int n_seq,
+/* A layer's view for a step, over its group's filled table (paged) or the
+** step's sequences' state slots (state groups). */
+void rad_kv_view(const RadKvPool *p, int layer, const int32_t *table, const int32_t *state_slots, int n_seq,
                  const RadBatch *batch, RadKvView *out);
 
 /* ------------------------------------------------ the engine (open.c) */
@@ -295,12 +345,13 @@ void rad_kv_view(const RadKvPool *p, int layer, const int32_t *table, int n_seq,
 
 struct RadEngine {
     RadEngineOptions opt;
-    RadPluginSet plugins;
+    const RadPluginSet *plugins;        /* shared by the process's engines */
     const RadKernelLibrary *libs[MAX_LIBS];
     int n_libs;
     RadContainer *container;
     RadModelMeta meta;
     const RadArchPlugin *plugin;
+    void *instance;             /* the plugin's state for this model (rad_arch.h) */
     RadBuildCtx ctx;
     RadBuilder b;
     uint8_t *arena;
@@ -308,9 +359,14 @@ struct RadEngine {
     RadKvPool kv;
     RadText *text;              /* NULL when the model has no tokenizer */
     /* Step scratch, sized at open so a step never allocates. */
-    int32_t *positions, *token_seq, *out_ids, *cu_seqlens, *seq_ids, *kv_tables;
-    RadKvView *views;
-    RadPool *pool;              /* -t threads for host kernels */
+    int32_t *step_tokens, *positions, *token_seq, *out_ids;    /* [max_tok] */
+    int32_t *cu_seqlens;                                        /* [max_seqs + 1] */
+    int32_t *seq_ids, *state_slots;                             /* [max_seqs] */
+    int32_t *kv_tables;             /* [n_groups, max_seqs, max_blocks] */
+    struct RadSchedItem *step_items;/* [max_seqs] */
+    RadKvView *views;               /* [n_layers] */
+    RadEngineStats stats;
+    RadPool *pool;              /* -t threads for host kernels, shared by the engines asking that many */
     void *scratch;              /* the largest scratch any selected row asks for */
     char model_id[65];          /* sha256 hex of what makes this model this model */
     size_t scratch_bytes;

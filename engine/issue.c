@@ -63,7 +63,8 @@ static int bind_operand(RadCtx *c, const RadOpEntry *e, const RadKernelRow *row,
     case RAD_ROLE_KV:
         if (o->kind != RAD_OPND_KV || o->id < 0 || o->id >= eng->kv.n_layers)
             return rad_step_fail(c, RAD_E_ARG, "op %s: operand '%s' must be a KV layer", e->op, s->name);
-        a->kv = &eng->views[o->id];
+        a->kv_operand[i] = &eng->views[o->id];
+        if (!a->kv) a->kv = a->kv_operand[i];
         return RAD_OK;
     case RAD_ROLE_INDEX:
         if (o->kind == RAD_OPND_INDEX) {

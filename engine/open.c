@@ -11,6 +11,7 @@
 #include "text/rad_chat.h"
 #include "text/rad_text.h"
 #include "../formats/gguf_container.h"
+#include "scheduler.h"
 
 #include <openssl/evp.h>
 #include <stdlib.h>
@@ -116,12 +117,12 @@ static int no_plugin_error(const RadEngine *e)
     char list[1024];
     size_t at = 0;
     list[0] = 0;
-    for (int i = 0; i < e->plugins.n_arch && at < sizeof list; i++)
+    for (int i = 0; i < e->plugins->n_arch && at < sizeof list; i++)
         at += (size_t)snprintf(list + at, sizeof list - at, "%s%s/%s", i ? ", " : "",
-                               e->plugins.arch[i].info->arch_id, e->plugins.arch[i].info->quant);
+                               e->plugins->arch[i].info->arch_id, e->plugins->arch[i].info->quant);
     return rad_error_set(RAD_E_UNSUPPORTED,
                          "%s: no plugin serves architecture '%s' at '%s' (installed in %s: %s)",
-                         e->opt.model_path, e->meta.arch_id, e->meta.quant, e->plugins.dir,
+                         e->opt.model_path, e->meta.arch_id, e->meta.quant, e->plugins->dir,
                          at ? list : "none");
 }
 
@@ -140,13 +141,13 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     else if (rc) return fail_open(e, rc);
 
     char *dir = rad_plugin_dir_resolve(opt->plugin_dir);
-    rc = rad_plugins_load(dir, &e->plugins);
+    rc = rad_plugins_acquire(dir, &e->plugins);
     free(dir);
     if (rc) return fail_open(e, rc);
-    rc = rad_plugins_kernel_order(&e->plugins, opt->kernels ? opt->kernels : rad_plugins_default_order(&e->plugins),
+    rc = rad_plugins_kernel_order(e->plugins, opt->kernels ? opt->kernels : rad_plugins_default_order(e->plugins),
                                   e->libs, MAX_LIBS, &e->n_libs);
     if (rc) return fail_open(e, rc);
-    e->plugin = rad_plugins_find(&e->plugins, e->meta.arch_id, e->meta.quant);
+    e->plugin = rad_plugins_find(e->plugins, e->meta.arch_id, e->meta.quant);
     if (!e->plugin) return fail_open(e, no_plugin_error(e));
 
     RadBuildCtx *ctx = &e->ctx;
@@ -157,14 +158,20 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     ctx->max_tok = opt->max_tok > 0 ? opt->max_tok : 256;
     if (ctx->max_tok > ctx->max_ctx) ctx->max_tok = ctx->max_ctx;
     ctx->max_seqs = opt->max_seqs > 0 ? opt->max_seqs : 1;
-    ctx->max_out_rows = opt->logits_all ? ctx->max_tok : ctx->max_seqs;
+    ctx->max_spec = opt->max_spec > 0 ? opt->max_spec : 0;
+    ctx->max_mixed_tok = opt->max_mixed_tok > 0 && opt->max_mixed_tok < ctx->max_tok ? opt->max_mixed_tok : ctx->max_tok;
+    ctx->max_out_rows = opt->max_out_rows > 0 ? opt->max_out_rows
+                      : opt->logits_all ? ctx->max_tok : ctx->max_seqs * (1 + ctx->max_spec);
+    if (ctx->max_out_rows > ctx->max_tok) ctx->max_out_rows = ctx->max_tok;
     ctx->kv_enc = opt->kv_type ? rad_encoding_by_name(opt->kv_type) : RAD_ENC_F16;
     if (ctx->kv_enc != RAD_ENC_F16 && ctx->kv_enc != RAD_ENC_F32)
         return fail_open(e, rad_error_set(RAD_E_ARG, "--kv-dtype %s: choose f16 or f32", opt->kv_type));
     ctx->scope = "";
 
     /* A deployment switch the plugin cannot honour is refused by name. */
-    RadArchProbe probe = {.struct_size = sizeof probe};
+    RadArchProbe probe;
+    memset(&probe, 0, sizeof probe);
+    probe.struct_size = sizeof probe;
     if (e->plugin->probe && (rc = e->plugin->probe(&e->meta, &probe)) != RAD_OK)
         return fail_open(e, rad_error_set(rc, "%s: plugin %s refused the model in probe", opt->model_path,
                                           e->plugin->info->name));
@@ -176,7 +183,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     e->b.container = e->container;
     e->b.libs = e->libs;
     e->b.n_libs = e->n_libs;
-    rc = e->plugin->declare(&e->b, &e->meta, ctx);
+    rc = e->plugin->declare(&e->b, &e->meta, ctx, &e->instance);
     int finish = rad_builder_finish(&e->b, opt->model_path);
     if (finish) return fail_open(e, finish);
     if (rc) return fail_open(e, rad_error_set(rc, "%s: plugin %s failed to declare the model (%s)",
@@ -185,11 +192,13 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
 
     rc = plan_arena(e);
     if (rc) return fail_open(e, rc);
-    e->pool = rad_pool_new(opt->n_threads > 0 ? opt->n_threads : rad_physical_cores());
+    e->pool = rad_pool_acquire(opt->n_threads > 0 ? opt->n_threads : rad_physical_cores());
     if (!e->pool) return fail_open(e, rad_error_set(RAD_E_NOMEM, "cannot start the thread pool (-t %d)", opt->n_threads));
     rc = plan_scratch(e);
     if (rc) return fail_open(e, rc);
-    rc = rad_kv_pool_init(&e->kv, &e->b, ctx->max_seqs, ctx->max_ctx, ctx->max_tok, ctx->kv_enc);
+    const RadKvOptions kv_opt = {.max_seqs = ctx->max_seqs, .max_ctx = ctx->max_ctx, .max_tok = ctx->max_tok,
+                                 .max_spec = ctx->max_spec, .kv_enc = ctx->kv_enc, .positions = opt->kv_size};
+    rc = rad_kv_pool_init(&e->kv, &e->b, &kv_opt);
     if (!rc) {
         /* after the KV cache: the copies' memory policy counts it */
         int64_t mapped = 0;
@@ -200,15 +209,19 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     if (rc) return fail_open(e, rc);
 
     int t = ctx->max_tok, s = ctx->max_seqs;
+    e->step_tokens = calloc((size_t)t, sizeof(int32_t));
     e->positions = calloc((size_t)t, sizeof(int32_t));
     e->token_seq = calloc((size_t)t, sizeof(int32_t));
     e->out_ids = calloc((size_t)t, sizeof(int32_t));
     e->cu_seqlens = calloc((size_t)s + 1, sizeof(int32_t));
     e->seq_ids = calloc((size_t)s, sizeof(int32_t));
+    e->state_slots = calloc((size_t)s, sizeof(int32_t));
+    e->step_items = calloc((size_t)s, sizeof *e->step_items);
     e->kv_tables = calloc((size_t)(e->kv.n_groups ? e->kv.n_groups : 1) * (size_t)s * (size_t)e->kv.max_blocks,
                           sizeof(int32_t));
     e->views = calloc((size_t)(e->kv.n_layers ? e->kv.n_layers : 1), sizeof *e->views);
-    if (!e->positions || !e->token_seq || !e->out_ids || !e->cu_seqlens || !e->seq_ids || !e->kv_tables || !e->views)
+    if (!e->step_tokens || !e->positions || !e->token_seq || !e->out_ids || !e->cu_seqlens || !e->seq_ids ||
+        !e->state_slots || !e->step_items || !e->kv_tables || !e->views)
         return fail_open(e, RAD_E_NOMEM);
     rc = compute_model_id(e);
     if (rc) return fail_open(e, rc);
@@ -222,14 +235,15 @@ void rad_engine_close(RadEngine *e)
     if (!e) return;
     rad_kv_pool_free(&e->kv);
     rad_text_free(e->text);
+    if (e->plugin) e->plugin->release(e->instance);     /* before its tables go */
     rad_builder_free(&e->b);
-    if (e->plugins.dir) rad_plugins_free(&e->plugins);
+    rad_plugins_release(e->plugins);
     if (e->container) rad_container_close(e->container);
-    rad_pool_free(e->pool);
+    rad_pool_release(e->pool);
     free(e->scratch);
     free(e->arena);
-    free(e->positions); free(e->token_seq); free(e->out_ids); free(e->cu_seqlens);
-    free(e->seq_ids); free(e->kv_tables); free(e->views);
+    free(e->step_tokens); free(e->positions); free(e->token_seq); free(e->out_ids); free(e->cu_seqlens);
+    free(e->seq_ids); free(e->state_slots); free(e->step_items); free(e->kv_tables); free(e->views);
     free(e);
 }
 

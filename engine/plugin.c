@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -84,6 +85,9 @@ static void free_names(char **names, int n)
     free(names);
 }
 
+/* The smallest plugin info of architecture ABI 2: up to its description. */
+#define PLUGIN_INFO_MIN (offsetof(RadPluginInfo, description) + sizeof(const char *))
+
 static int load_arch(const char *path, RadArchPlugin *p)
 {
     memset(p, 0, sizeof *p);
@@ -92,6 +96,7 @@ static int load_arch(const char *path, RadArchPlugin *p)
     RadPluginInfoFn info = (RadPluginInfoFn)dlsym(h, "rad_plugin_info");
     p->declare = (RadArchDeclareFn)dlsym(h, "rad_arch_declare");
     p->step = (RadArchStepFn)dlsym(h, "rad_arch_step");
+    p->release = (RadArchReleaseFn)dlsym(h, "rad_arch_release");
     const char *missing = !info ? "rad_plugin_info" : !p->declare ? "rad_arch_declare"
                         : !p->step ? "rad_arch_step" : NULL;
     if (missing) {
@@ -99,22 +104,38 @@ static int load_arch(const char *path, RadArchPlugin *p)
         return rad_error_set(RAD_E_ABI, "%s: not an architecture plugin: it does not export %s",
                              path, missing);
     }
-    p->info = info();
-    if (p->info && (!p->info->name || !p->info->arch_id || !p->info->quant)) {
-        dlclose(h);
-        return rad_error_set(RAD_E_ABI, "%s: plugin info lacks a name, id or quant", path);
-    }
-    if (!p->info || p->info->abi_version != RAD_ARCH_ABI_VERSION || p->info->kind != RAD_PLUGIN_ARCH) {
-        int v = p->info ? p->info->abi_version : -1;
+    /* The version first: the fields after it moved between versions. */
+    const RadPluginInfo *raw = info();
+    if (!raw || raw->abi_version != RAD_ARCH_ABI_VERSION || raw->kind != RAD_PLUGIN_ARCH) {
+        int v = raw ? raw->abi_version : -1;
         dlclose(h);
         return rad_error_set(RAD_E_ABI,
                              "%s: built for architecture ABI %d, this radiance speaks %d: rebuild the plugin",
                              path, v, RAD_ARCH_ABI_VERSION);
     }
+    if (raw->struct_size < (int)PLUGIN_INFO_MIN) {
+        int size = raw->struct_size;
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI, "%s: plugin info of %d bytes is below architecture ABI %d's %zu: rebuild the plugin",
+                             path, size, RAD_ARCH_ABI_VERSION, PLUGIN_INFO_MIN);
+    }
+    memset(&p->info_copy, 0, sizeof p->info_copy);
+    memcpy(&p->info_copy, raw, (size_t)raw->struct_size < sizeof p->info_copy ? (size_t)raw->struct_size
+                                                                               : sizeof p->info_copy);
+    p->info = &p->info_copy;
+    if (!p->info->name || !p->info->arch_id || !p->info->quant) {
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI, "%s: plugin info lacks a name, id or quant", path);
+    }
+    if (!p->release) {
+        dlclose(h);
+        return rad_error_set(RAD_E_ABI, "%s: not an architecture plugin of ABI %d: it does not export rad_arch_release",
+                             path, RAD_ARCH_ABI_VERSION);
+    }
     p->hf_names = (RadArchHfNamesFn)dlsym(h, "rad_arch_hf_names");
+    p->gguf_families = (RadArchGgufFamiliesFn)dlsym(h, "rad_arch_gguf_families");
     p->probe = (RadArchProbeFn)dlsym(h, "rad_arch_probe");
     p->chat_format = (RadArchChatFormatFn)dlsym(h, "rad_arch_chat_format");
-    p->release = (RadArchReleaseFn)dlsym(h, "rad_arch_release");
     p->handle = h;
     p->path = strdup(path);
     return p->path ? RAD_OK : RAD_E_NOMEM;
@@ -255,7 +276,6 @@ int rad_plugins_load(const char *dir, RadPluginSet *set)
 void rad_plugins_free(RadPluginSet *set)
 {
     for (int i = 0; i < set->n_arch; i++) {
-        if (set->arch[i].release) set->arch[i].release();
         dlclose(set->arch[i].handle);
         free(set->arch[i].path);
     }
@@ -267,6 +287,57 @@ void rad_plugins_free(RadPluginSet *set)
     free(set->kernels);
     free(set->dir);
     memset(set, 0, sizeof *set);
+}
+
+/* ------------------------------------------------------------ sharing */
+
+/* Every engine of a process that reads one plugin folder shares one loaded
+** set: a plugin is dlopen'ed once, a kernel library's init runs once (the cpu
+** library fills its dispatch tables there, and must not do it again under an
+** engine that is running), and the set is unloaded when the last engine
+** using it closes. */
+typedef struct SharedSet {
+    RadPluginSet set;
+    int refs;
+    struct SharedSet *next;
+} SharedSet;
+
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static SharedSet *shared_sets;
+
+int rad_plugins_acquire(const char *dir, const RadPluginSet **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&shared_lock);
+    SharedSet *s = shared_sets;
+    while (s && strcmp(s->set.dir, dir) != 0) s = s->next;
+    int rc = RAD_OK;
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s) rc = RAD_E_NOMEM;
+        else if ((rc = rad_plugins_load(dir, &s->set)) != RAD_OK) { free(s); s = NULL; }
+        else { s->next = shared_sets; shared_sets = s; }
+    }
+    if (s) { s->refs++; *out = &s->set; }
+    pthread_mutex_unlock(&shared_lock);
+    return rc;
+}
+
+void rad_plugins_release(const RadPluginSet *set)
+{
+    if (!set) return;
+    pthread_mutex_lock(&shared_lock);
+    for (SharedSet **at = &shared_sets; *at; at = &(*at)->next) {
+        if (&(*at)->set != set) continue;
+        SharedSet *s = *at;
+        if (--s->refs == 0) {
+            *at = s->next;
+            rad_plugins_free(&s->set);
+            free(s);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&shared_lock);
 }
 
 const RadArchPlugin *rad_plugins_find(const RadPluginSet *set, const char *id, const char *quant)
@@ -322,12 +393,12 @@ int rad_plugins_kernel_order(const RadPluginSet *set, const char *order,
 int rad_list_plugins(const char *plugin_dir, FILE *f)
 {
     char *dir = rad_plugin_dir_resolve(plugin_dir);
-    RadPluginSet set;
-    int rc = rad_plugins_load(dir, &set);
+    const RadPluginSet *set;
+    int rc = rad_plugins_acquire(dir, &set);
     if (rc == RAD_OK) {
         fprintf(f, "architecture plugins in %s/arch:\n", dir);
-        for (int i = 0; i < set.n_arch; i++) {
-            const RadArchPlugin *p = &set.arch[i];
+        for (int i = 0; i < set->n_arch; i++) {
+            const RadArchPlugin *p = &set->arch[i];
             fprintf(f, "  %-18s id=%-8s quant=%-6s %s", p->info->name, p->info->arch_id,
                     p->info->quant, p->info->description);
             if (p->hf_names) {
@@ -339,7 +410,7 @@ int rad_list_plugins(const char *plugin_dir, FILE *f)
             }
             fprintf(f, "\n");
         }
-        rad_plugins_free(&set);
+        rad_plugins_release(set);
     }
     free(dir);
     return rc;
@@ -348,19 +419,19 @@ int rad_list_plugins(const char *plugin_dir, FILE *f)
 int rad_list_kernels(const char *plugin_dir, FILE *f)
 {
     char *dir = rad_plugin_dir_resolve(plugin_dir);
-    RadPluginSet set;
-    int rc = rad_plugins_load(dir, &set);
+    const RadPluginSet *set;
+    int rc = rad_plugins_acquire(dir, &set);
     if (rc == RAD_OK) {
-        for (int i = 0; i < set.n_kernels; i++) {
-            const RadKernelLibrary *lib = set.kernels[i].lib;
-            fprintf(f, "kernel library '%s' (%s): %s\n", lib->name, set.kernels[i].path, lib->description);
+        for (int i = 0; i < set->n_kernels; i++) {
+            const RadKernelLibrary *lib = set->kernels[i].lib;
+            fprintf(f, "kernel library '%s' (%s): %s\n", lib->name, set->kernels[i].path, lib->description);
             for (int r = 0; r < lib->n_rows; r++) {
                 const RadKernelRow *row = &lib->rows[r];
                 fprintf(f, "  %-14s %-22s priority %d%s\n", row->op, row->name, row->priority,
                         row->domain == RAD_DOMAIN_DEVICE ? " device" : "");
             }
         }
-        rad_plugins_free(&set);
+        rad_plugins_release(set);
     }
     free(dir);
     return rc;

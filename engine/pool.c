@@ -56,6 +56,13 @@ struct RadPool {
     atomic_uint generation;     /* bumped once per job; workers wait on it */
     atomic_int sleepers;        /* workers asleep on `generation` */
     atomic_int stop;
+    /* One caller at a time: engines sharing the pool may be stepped from two
+    ** threads, and a job is one set of fields. */
+    pthread_mutex_t caller;
+    /* Sharing (rad_pool_acquire): how many engines hold it, and the list of
+    ** shared pools it is on. */
+    int refs;
+    struct RadPool *next;
 };
 
 static long futex(atomic_uint *addr, int op, unsigned val)
@@ -115,6 +122,7 @@ RadPool *rad_pool_new(int n_threads)
     RadPool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n_threads = n_threads;
+    pthread_mutex_init(&p->caller, NULL);
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
     if (!p->threads) { free(p); return NULL; }
     for (int i = 1; i < n_threads; i++)
@@ -133,8 +141,45 @@ void rad_pool_free(RadPool *p)
     atomic_fetch_add(&p->generation, 1);
     futex(&p->generation, FUTEX_WAKE_PRIVATE, (unsigned)p->n_threads);
     for (int i = 1; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->caller);
     free(p->threads);
     free(p);
+}
+
+/* The engines of a process share their pools: one pool per thread count,
+** made on first use, freed when the last engine using it lets go.  Two
+** pools of the same size would only fight for the same cores. */
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static RadPool *shared_pools;
+
+RadPool *rad_pool_acquire(int n_threads)
+{
+    if (n_threads < 1) n_threads = 1;
+    pthread_mutex_lock(&shared_lock);
+    RadPool *p = shared_pools;
+    while (p && p->n_threads != n_threads) p = p->next;
+    if (!p && (p = rad_pool_new(n_threads))) {
+        p->next = shared_pools;
+        shared_pools = p;
+    }
+    if (p) p->refs++;
+    pthread_mutex_unlock(&shared_lock);
+    return p;
+}
+
+void rad_pool_release(RadPool *pool)
+{
+    if (!pool) return;
+    pthread_mutex_lock(&shared_lock);
+    for (RadPool **at = &shared_pools; *at; at = &(*at)->next)
+        if (*at == pool) {
+            if (--pool->refs == 0) {
+                *at = pool->next;
+                rad_pool_free(pool);
+            }
+            break;
+        }
+    pthread_mutex_unlock(&shared_lock);
 }
 
 int rad_pool_threads(const RadPool *p) { return p ? p->n_threads : 1; }
@@ -150,6 +195,7 @@ void rad_pool_parallel_for(void *pool, int n_tasks, void (*fn)(void *ctx, int ta
     ** last job's ticket and is about to read the new task count must not
     ** be able to claim with it (its exchange fails against the closed
     ** value, and a closed ticket hands out nothing). */
+    pthread_mutex_lock(&p->caller);
     uint64_t job = (atomic_load_explicit(&p->ticket, memory_order_relaxed) >> 32) + 1;
     atomic_store_explicit(&p->ticket, job << 32 | TICKET_CLOSED, memory_order_seq_cst);
     atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
@@ -166,6 +212,7 @@ void rad_pool_parallel_for(void *pool, int n_tasks, void (*fn)(void *ctx, int ta
         if (spins < 2000) cpu_relax();
         else sched_yield();
     }
+    pthread_mutex_unlock(&p->caller);
 }
 
 int rad_physical_cores(void)

@@ -20,9 +20,16 @@ RadPool *rad_pool_new(int n_threads);
 void rad_pool_free(RadPool *p);
 int rad_pool_threads(const RadPool *p);
 
+/* The process's shared pool of n_threads, made on first use; engines take
+** theirs here so that several engines share one set of threads.  Release
+** once per acquire; the last release frees it.  NULL when it cannot start. */
+RadPool *rad_pool_acquire(int n_threads);
+void rad_pool_release(RadPool *p);
+
 /* The RadKernelArgs.parallel_for contract: fn(ctx, t) for t in [0, n_tasks),
 ** on the pool's threads and the caller's; returns when all are done.  pool
-** may be NULL (run serially).  Not reentrant: a task must not call it. */
+** may be NULL (run serially).  Callers on several threads take turns; a
+** task must not call it (not reentrant). */
 void rad_pool_parallel_for(void *pool, int n_tasks, void (*fn)(void *ctx, int task), void *ctx);
 
 /* The number of physical cores (distinct core ids in /proc/cpuinfo or

@@ -24,12 +24,25 @@ int rad_engine_seq_truncate(RadEngine *e, int seq, int n)
     if (n < 0 || n > e->kv.seqs[seq].len)
         return rad_error_set(RAD_E_ARG, "cannot truncate a sequence of %d positions to %d", e->kv.seqs[seq].len, n);
     int rc = rad_kv_truncate(&e->kv, seq, n);
+    if (rc == RAD_E_RANGE && rad_kv_has_state(&e->kv))
+        return rad_error_set(rc, "the model's recurrent state cannot be rewound to position %d (it holds %d, "
+                             "checkpoint at %d): run the sequence again", n, e->kv.seqs[seq].len,
+                             e->kv.seqs[seq].checkpoint_len);
     if (rc == RAD_E_RANGE)
         return rad_error_set(rc, "the sliding window has already dropped positions needed to resume at %d", n);
     return rc;
 }
 
-/* A snapshot is "RADSNAP1", the 64-character model id, then kv.c's bytes. */
+int rad_engine_seq_checkpoint(RadEngine *e, int seq)
+{
+    if (!seq_open(e, seq)) return rad_error_set(RAD_E_ARG, "sequence %d is not open", seq);
+    return rad_kv_checkpoint(&e->kv, seq);
+}
+
+/* A snapshot is "RADSNAP2", the 64-character model id, then kv.c's bytes.
+** Format 1 ("RADSNAP1", before the KV state kinds) held attention rows only
+** and is refused by name. */
+#define SNAP_MAGIC "RADSNAP2"
 #define SNAP_HEAD 72
 
 int rad_engine_seq_snapshot(const RadEngine *e, int seq, void **out, size_t *size)
@@ -40,7 +53,7 @@ int rad_engine_seq_snapshot(const RadEngine *e, int seq, void **out, size_t *siz
     int64_t body = rad_kv_snapshot_bytes(&e->kv, seq);
     uint8_t *buf = malloc((size_t)(SNAP_HEAD + body));
     if (!buf) return rad_error_set(RAD_E_NOMEM, "out of memory for a %lld-byte KV snapshot", (long long)body);
-    memcpy(buf, "RADSNAP1", 8);
+    memcpy(buf, SNAP_MAGIC, 8);
     memcpy(buf + 8, e->model_id, 64);
     int rc = rad_kv_snapshot(&e->kv, seq, buf + SNAP_HEAD, body);
     if (rc) { free(buf); return rc; }
@@ -53,7 +66,10 @@ int rad_engine_seq_restore(RadEngine *e, int seq, const void *data, size_t size)
 {
     if (!seq_open(e, seq)) return rad_error_set(RAD_E_ARG, "sequence %d is not open", seq);
     const uint8_t *d = data;
-    if (size < SNAP_HEAD || memcmp(d, "RADSNAP1", 8) != 0)
+    if (size >= 8 && memcmp(d, "RADSNAP", 7) == 0 && d[7] != SNAP_MAGIC[7])
+        return rad_error_set(RAD_E_FORMAT, "KV snapshot: format %c, written by an older radiance; this one reads "
+                             "format %c", d[7], SNAP_MAGIC[7]);
+    if (size < SNAP_HEAD || memcmp(d, SNAP_MAGIC, 8) != 0)
         return rad_error_set(RAD_E_FORMAT, "KV snapshot: not a radiance snapshot");
     if (memcmp(d + 8, e->model_id, 64) != 0)
         return rad_error_set(RAD_E_FORMAT, "KV snapshot: made by another model or another build of it");

@@ -132,6 +132,16 @@ typedef struct RadKvView {
     int n_tok;                      /* rows in this step */
     const int32_t *token_seq;       /* [n_tok] batch sequence of each row */
     const int32_t *positions;       /* [n_tok] absolute position of each row */
+    /* LINEAR and CONV groups (k, v, block_table unused): batch sequence s
+    ** reads and writes its state at state + state_slot[s] * state_bytes,
+    ** state_rows x state_cols elements of state_enc.  The state describes
+    ** the sequence at the position of its first row in this step. */
+    int kind;                       /* the group's RadKvKind (rad_core.h) */
+    void *state;
+    int64_t state_bytes;
+    const int32_t *state_slot;      /* [n_seq] */
+    int state_enc;
+    int64_t state_rows, state_cols;
 } RadKvView;
 
 /* The argument block a kernel receives.  Parameters arrive in schema order
@@ -152,6 +162,9 @@ typedef struct RadKernelArgs {
     void (*parallel_for)(void *pool, int n_tasks,
                          void (*fn)(void *ctx, int task), void *ctx);
     void *stream;                   /* device domain */
+    /* Every RAD_ROLE_KV operand's view, by operand index (NULL for the
+    ** others); `kv` above is the first of them. */
+    const RadKvView *kv_operand[RAD_MAX_OPERANDS];
 } RadKernelArgs;
 
 typedef int (*RadKernelLaunch)(const RadKernelArgs *args);

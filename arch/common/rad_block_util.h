@@ -4,6 +4,7 @@
 ** Declaring a weight takes a struct and a name map entry; these helpers say
 ** it in one line, and format the per-layer names ("blk.3.attn_q.weight",
 ** "model.layers.3.self_attn.q_proj.weight") that every family repeats.
+** Nothing here keeps state: a plugin's state is its instance (rad_arch.h).
 */
 #ifndef RAD_BLOCK_UTIL_H
 #define RAD_BLOCK_UTIL_H
@@ -26,26 +27,6 @@ static inline const char *rad_fmt(char *buf, const char *fmt, ...)
     return buf;
 }
 
-/* Alternative checkpoint roots.  A multimodal checkpoint nests its language
-** model under another root ("model.language_model.layers.3..." where a
-** text-only one has "model.layers.3..."), and older exports of it use a third.
-** A plugin serving such checkpoints sets the aliases before it declares; each
-** name rad_weight_mapped maps that starts with an alias's `from` then also
-** accepts `to` + the rest, as later COPY sources.  None are set by default. */
-typedef struct RadHfAlias {
-    const char *from, *to;
-} RadHfAlias;
-
-#define RAD_MAX_HF_ALIASES 4
-static const RadHfAlias *rad_hf_aliases;
-static int rad_n_hf_aliases;
-
-static inline void rad_hf_set_aliases(const RadHfAlias *aliases, int n)
-{
-    rad_hf_aliases = aliases;
-    rad_n_hf_aliases = n < RAD_MAX_HF_ALIASES ? n : RAD_MAX_HF_ALIASES;
-}
-
 /* The encoding a matrix of `cols` columns gets in a plugin built for `enc`.
 ** Block encodings need whole blocks per row (32 elements, 256 for k-quants):
 ** a row that does not divide falls back to q8_0, then f16, as llama.cpp's
@@ -58,45 +39,35 @@ static inline int rad_enc_for_cols(int enc, int64_t cols)
     return RAD_ENC_F16;
 }
 
-/* Declare a weight and map it from one checkpoint name (COPY), or from its
-** aliases.  `hf` may be NULL when the weight has no checkpoint source of its
-** own (a view). */
+/* Declare a weight and map it from one checkpoint name (COPY; the core adds
+** the builder's name aliases, rad_decl_name_alias).  `hf` may be NULL when
+** the weight has no checkpoint source of its own (a view). */
 static inline rad_weight rad_weight_mapped(RadBuilder *b, const char *name, const char *hf, int enc,
                                            int rank, int64_t d0, int64_t d1, int access, int32_t group,
                                            int optional)
 {
     RadWeightDecl d = {
-        .enc = rank == 2 ? rad_enc_for_cols(enc, d1) : enc, .rank = rank, .shape = {d0, d1},
-        .access = access, .shard = RAD_SHARD_NONE, .group = group, .optional = optional,
+        RAD_SIZED(RadWeightDecl), .enc = rank == 2 ? rad_enc_for_cols(enc, d1) : enc, .rank = rank,
+        .shape = {d0, d1}, .access = access, .shard = RAD_SHARD_NONE, .group = group, .optional = optional,
     };
     rad_weight w = rad_decl_weight(b, name, &d);
-    if (w >= 0 && hf) {
-        char alt[RAD_MAX_HF_ALIASES][RAD_NAME_MAX];
-        const char *sources[1 + RAD_MAX_HF_ALIASES] = {hf};
-        int n = 1;
-        for (int i = 0; i < rad_n_hf_aliases; i++) {
-            size_t len = strlen(rad_hf_aliases[i].from);
-            if (strncmp(hf, rad_hf_aliases[i].from, len) != 0) continue;
-            snprintf(alt[n - 1], RAD_NAME_MAX, "%s%s", rad_hf_aliases[i].to, hf + len);
-            sources[n] = alt[n - 1];
-            n++;
-        }
-        rad_decl_name_map(b, name, RAD_MAP_COPY, sources, n);
-    }
+    if (w >= 0 && hf) rad_decl_name_map(b, name, RAD_MAP_COPY, &hf, 1);
     return w;
 }
 
 /* A transient f32 activation buffer of `cols` columns and `rows` rows. */
 static inline rad_buf rad_activation(RadBuilder *b, const char *name, int64_t rows, int64_t cols)
 {
-    RadBufferDecl d = {.kind = RAD_BUF_TRANSIENT, .enc = RAD_ENC_F32, .rows = rows, .cols = cols};
+    RadBufferDecl d = {RAD_SIZED(RadBufferDecl), .kind = RAD_BUF_TRANSIENT, .enc = RAD_ENC_F32, .rows = rows,
+                       .cols = cols};
     return rad_decl_buffer(b, name, &d);
 }
 
 /* A buffer the core fills from the batch each step ("token_ids", ...). */
 static inline rad_buf rad_derived(RadBuilder *b, const char *name, const char *derive, int64_t rows)
 {
-    RadBufferDecl d = {.kind = RAD_BUF_DERIVED, .enc = RAD_ENC_I32, .rows = rows, .cols = 1, .derive = derive};
+    RadBufferDecl d = {RAD_SIZED(RadBufferDecl), .kind = RAD_BUF_DERIVED, .enc = RAD_ENC_I32, .rows = rows,
+                       .cols = 1, .derive = derive};
     return rad_decl_buffer(b, name, &d);
 }
 

@@ -33,44 +33,35 @@
 
 #include "../../base/rad_half.h"
 #include "../common/rad_block_attn.h"
-#include "../common/rad_block_mlp.h"
 #include "../common/rad_block_decoder.h"
+#include "../common/rad_block_head.h"
+#include "../common/rad_block_mlp.h"
+#include "../common/rad_block_residual.h"
 
 #ifndef RAD_QUANT
 #error "build with -DRAD_QUANT=\"f32\" -DRAD_QUANT_ENC=RAD_ENC_F32 (or another format)"
 #endif
 
-/* The residual add fused with the next norm: x += delta; h = rmsnorm(x).
-** Fusion is selection: when no kernel serves rmsnorm_add, the plain chain
-** add + rmsnorm is declared instead. */
-typedef struct ResidualNorm {
-    rad_weight w;
-    rad_op fused, add, norm;
-} ResidualNorm;
-
 typedef struct Layer {
-    ResidualNorm attn_norm;     /* layer 0: a plain norm of the embedding */
+    RadResidualNorm attn_norm;  /* layer 0: a plain norm of the embedding */
     RadAttn attn;
-    rad_weight post_attn_w;
+    rad_weight post_attn_w;     /* (n_embd) */
     rad_op post_attn;           /* delta = rmsnorm(delta) */
-    ResidualNorm ffn_norm;
+    RadResidualNorm ffn_norm;
     RadMlp mlp;
-    rad_weight post_ffw_w;
+    rad_weight post_ffw_w;      /* (n_embd) */
     rad_op post_ffw;
 } Layer;
 
+/* One model, as declared: the instance the core keeps and hands to step. */
 typedef struct Model {
-    int n_layers, max_tok, max_out;
-    double eps, norm_offset;
-    rad_weight tok_embd, output;
+    int n_layers;
     RadDecoderBuffers io;
-    rad_op op_embed, op_embed_scale, op_gather, op_logits;
-    ResidualNorm out_norm;
-    Layer *layers;
+    RadHead head;
+    rad_op op_embed_scale;      /* x *= sqrt(n_embd) */
+    RadResidualNorm out_norm;
+    Layer *layers;              /* (n_layers) */
 } Model;
-
-/* A plugin instance serves one model at a time; the engine loads it once. */
-static Model model;
 
 static const char *const hf_names[] = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", NULL};
 
@@ -79,16 +70,17 @@ const char *const *rad_arch_hf_names(void) { return hf_names; }
 /* Gemma3ForConditionalGeneration keeps the language model under
 ** model.language_model. (transformers >= 4.52) or language_model.model. (the
 ** first exports, still on the Hub); the text-only names come first. */
-static const RadHfAlias hf_aliases[] = {
-    {"model.", "model.language_model."},
-    {"model.", "language_model.model."},
-    {"lm_head.", "language_model.lm_head."},
-};
+static void declare_aliases(RadBuilder *b)
+{
+    rad_decl_name_alias(b, "model.", "model.language_model.");
+    rad_decl_name_alias(b, "model.", "language_model.model.");
+    rad_decl_name_alias(b, "lm_head.", "language_model.lm_head.");
+}
 
 int rad_arch_probe(const RadModelMeta *meta, RadArchProbe *out)
 {
     (void)meta;
-    out->shape_probe_ok = 0;    /* declare rebuilds the plugin's one model */
+    out->shape_probe_ok = 1;    /* each declare builds an instance of its own */
     out->kv_f32_ok = 1;
     return RAD_OK;
 }
@@ -195,55 +187,12 @@ static double embed_scale(int n_embd, int enc)
 
 /* ------------------------------------------------------------ declaring */
 
-static rad_op declare_rmsnorm(RadBuilder *b, rad_weight w, int64_t n_embd, rad_buf in, rad_buf out)
-{
-    rad_op op = RAD_OP(b, "rmsnorm",
-                       RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd),
-                                  RAD_FLOAT("eps", model.eps), RAD_FLOAT("w_offset", model.norm_offset)),
-                       RAD_WEIGHTS(w));
-    rad_op_reads(b, op, RAD_BUFS(in));
-    rad_op_writes(b, op, RAD_BUFS(out));
-    return op;
-}
-
-static void declare_residual_norm(RadBuilder *b, ResidualNorm *r, rad_weight w, int first, int64_t n_embd)
-{
-    r->w = w;
-    r->fused = r->add = r->norm = -1;
-    if (!first) {
-        r->fused = RAD_OP(b, "rmsnorm_add",
-                          RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd),
-                                     RAD_FLOAT("eps", model.eps), RAD_FLOAT("w_offset", model.norm_offset)),
-                          RAD_WEIGHTS(w));
-        rad_op_reads(b, r->fused, RAD_BUFS(model.io.x, model.io.delta));
-        rad_op_writes(b, r->fused, RAD_BUFS(model.io.x, model.io.h));
-        if (rad_op_resolved(b, r->fused)) return;
-        rad_note(b, "no kernel fuses the residual add with rmsnorm: issuing add + rmsnorm");
-        r->fused = -1;
-        r->add = RAD_OP(b, "add", RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd)),
-                        RAD_NO_WEIGHTS);
-        rad_op_reads(b, r->add, RAD_BUFS(model.io.x, model.io.delta));
-        rad_op_writes(b, r->add, RAD_BUFS(model.io.x));
-    }
-    r->norm = declare_rmsnorm(b, w, n_embd, model.io.x, model.io.h);
-}
-
-static void step_residual_norm(RadCtx *c, const ResidualNorm *r, int64_t n)
-{
-    if (r->fused >= 0) {
-        RAD_ISSUE(c, r->fused, n, RAD_B(model.io.x), RAD_B(model.io.delta), RAD_W(r->w), RAD_B(model.io.h));
-        return;
-    }
-    if (r->add >= 0) RAD_ISSUE(c, r->add, n, RAD_B(model.io.x), RAD_B(model.io.delta), RAD_B(model.io.x));
-    RAD_ISSUE(c, r->norm, n, RAD_B(model.io.x), RAD_W(r->w), RAD_B(model.io.h));
-}
-
 static rad_weight norm_weight(RadBuilder *b, const char *name, const char *hf, int64_t n, int32_t group)
 {
     return rad_weight_mapped(b, name, hf, RAD_ENC_F32, 1, n, 0, RAD_ACCESS_PER_TOKEN, group, 0);
 }
 
-int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx)
+int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx, void **instance)
 {
     const int E = meta->n_embd, V = meta->n_vocab, L = meta->n_layers;
     const int D = meta->head_dim, H = meta->n_head, HKV = meta->n_head_kv;
@@ -252,16 +201,14 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
         return rad_decl_fail(b, "gemma3: heads %d, kv heads %d, head_dim %d, n_ff %d, layers %d do not make a model",
                              H, HKV, D, meta->n_ff, L);
 
-    free(model.layers);
-    memset(&model, 0, sizeof model);
-    model.n_layers = L;
-    model.max_tok = ctx->max_tok;
-    model.max_out = ctx->max_out_rows;
-    model.eps = meta->rms_eps;
-    model.norm_offset = rad_meta_getf(meta, "model.norm_offset", 1.0);
-    model.layers = calloc((size_t)L, sizeof *model.layers);
-    if (!model.layers) return RAD_E_NOMEM;
-    rad_hf_set_aliases(hf_aliases, (int)(sizeof hf_aliases / sizeof *hf_aliases));
+    Model *m = calloc(1, sizeof *m);
+    if (!m) return RAD_E_NOMEM;
+    *instance = m;
+    m->n_layers = L;
+    m->layers = calloc((size_t)L, sizeof *m->layers);
+    if (!m->layers) return RAD_E_NOMEM;
+    const double norm_offset = rad_meta_getf(meta, "model.norm_offset", 1.0);
+    declare_aliases(b);
 
     /* What the configuration asks for; problems are recorded and declare
     ** goes on, so every one is reported at once. */
@@ -294,31 +241,28 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
 
     /* Buffers, shared by every layer. */
     const int T = ctx->max_tok, QW = H * D, KW = HKV * D, F = meta->n_ff;
-    rad_decoder_buffers_declare(b, &model.io, T, model.max_out, E, QW, KW, F, V);
+    rad_decoder_buffers_declare(b, &m->io, T, ctx->max_out_rows, E, QW, KW, F, V);
+    const RadNormConfig nc = {.n_embd = E, .max_tok = T, .eps = meta->rms_eps, .w_offset = norm_offset};
 
-    RadKvGroupDecl full_decl = {.kind = RAD_KV_FULL, .n_head_kv = HKV, .head_dim = D};
-    RadKvGroupDecl window_decl = {.kind = RAD_KV_WINDOW, .n_head_kv = HKV, .head_dim = D, .window = window};
+    RadKvGroupDecl full_decl = {RAD_SIZED(RadKvGroupDecl), .kind = RAD_KV_FULL, .n_head_kv = HKV, .head_dim = D};
+    RadKvGroupDecl window_decl = {RAD_SIZED(RadKvGroupDecl), .kind = RAD_KV_WINDOW, .n_head_kv = HKV, .head_dim = D,
+                                  .window = window};
     rad_kv kv_full = -1, kv_window = -1;
 
     /* The embedding, then the layers, then the head: declaration order is
     ** issue order. */
-    model.tok_embd = rad_weight_mapped(b, "token_embd.weight", "model.embed_tokens.weight", enc, 2, V, E,
-                                       RAD_ACCESS_VOCAB, -1, 0);
-    model.op_embed = RAD_OP(b, "embed_lookup", RAD_PARAMS(RAD_RANGE("M", 1, T), RAD_INT("N", E)),
-                            RAD_WEIGHTS(model.tok_embd));
-    rad_op_reads(b, model.op_embed, RAD_BUFS(model.io.ids));
-    rad_op_writes(b, model.op_embed, RAD_BUFS(model.io.x));
-    const double emb_scale = embed_scale(E, rad_weight_encoding(b, model.tok_embd));
-    model.op_embed_scale = RAD_OP(b, "scale_rows",
-                                  RAD_PARAMS(RAD_RANGE("M", 1, T), RAD_INT("N", E), RAD_FLOAT("scale", emb_scale)),
-                                  RAD_NO_WEIGHTS);
-    rad_op_reads(b, model.op_embed_scale, RAD_BUFS(model.io.x));
-    rad_op_writes(b, model.op_embed_scale, RAD_BUFS(model.io.x));
-    rad_note(b, "embeddings scaled by %.9g; norms scale by (w + %g)", emb_scale, model.norm_offset);
+    rad_head_declare_embedding(b, &m->head, &m->io, enc, V, E, T);
+    const double emb_scale = embed_scale(E, rad_weight_encoding(b, m->head.tok_embd));
+    m->op_embed_scale = RAD_OP(b, "scale_rows",
+                               RAD_PARAMS(RAD_RANGE("M", 1, T), RAD_INT("N", E), RAD_FLOAT("scale", emb_scale)),
+                               RAD_NO_WEIGHTS);
+    rad_op_reads(b, m->op_embed_scale, RAD_BUFS(m->io.x));
+    rad_op_writes(b, m->op_embed_scale, RAD_BUFS(m->io.x));
+    rad_note(b, "embeddings scaled by %.9g; norms scale by (w + %g)", emb_scale, norm_offset);
 
     char name[RAD_NAME_MAX], hf_name[RAD_NAME_MAX], prefix[RAD_NAME_MAX];
     for (int l = 0; l < L; l++) {
-        Layer *layer = &model.layers[l];
+        Layer *layer = &m->layers[l];
         rad_weight attn_norm = norm_weight(b, rad_fmt(name, "blk.%d.attn_norm.weight", l),
                                            rad_fmt(hf_name, "model.layers.%d.input_layernorm.weight", l), E, l);
         layer->post_attn_w = norm_weight(b, rad_fmt(name, "blk.%d.post_attention_norm.weight", l),
@@ -327,7 +271,7 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
                                           rad_fmt(hf_name, "model.layers.%d.pre_feedforward_layernorm.weight", l), E, l);
         layer->post_ffw_w = norm_weight(b, rad_fmt(name, "blk.%d.post_ffw_norm.weight", l),
                                         rad_fmt(hf_name, "model.layers.%d.post_feedforward_layernorm.weight", l), E, l);
-        declare_residual_norm(b, &layer->attn_norm, attn_norm, l == 0, E);
+        rad_residual_norm_declare(b, &layer->attn_norm, &nc, &m->io, attn_norm, l == 0);
 
         int sliding = window > 0 && layer_is_sliding(meta, l);
         rad_kv kv = sliding ? kv_window : kv_full;
@@ -338,76 +282,58 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
         }
         RadAttnConfig ac = {
             .layer = l, .n_embd = E, .n_head = H, .n_head_kv = HKV, .head_dim = D, .weight_enc = enc,
-            .qk_norm = 1, .norm_eps = meta->rms_eps, .norm_offset = model.norm_offset, .scale = scale,
+            .qk_norm = 1, .norm_eps = meta->rms_eps, .norm_offset = norm_offset, .scale = scale,
             .softcap = 0.0, .window = sliding ? window : 0,
             /* a layer is local by its type; with no window to slide it still
             ** keeps the local RoPE base, as transformers does */
             .rope = layer_is_sliding(meta, l) ? rope_local : rope_global,
             .hf_prefix = rad_fmt(prefix, "model.layers.%d.self_attn", l), .max_tok = T,
         };
-        rad_attn_declare(&layer->attn, b, &ac, &model.io.attn);
+        rad_attn_declare(&layer->attn, b, &ac, &m->io.attn);
         rad_bind_layer_kv(b, l, kv);
-        layer->post_attn = declare_rmsnorm(b, layer->post_attn_w, E, model.io.delta, model.io.delta);
+        layer->post_attn = rad_norm_declare(b, &nc, layer->post_attn_w, m->io.delta, m->io.delta);
 
-        declare_residual_norm(b, &layer->ffn_norm, ffn_norm, 0, E);
+        rad_residual_norm_declare(b, &layer->ffn_norm, &nc, &m->io, ffn_norm, 0);
         RadMlpConfig mc = {.layer = l, .n_embd = E, .n_ff = F, .weight_enc = enc, .gelu = 1,
                            .hf_prefix = rad_fmt(prefix, "model.layers.%d.mlp", l), .max_tok = T};
-        rad_mlp_declare(&layer->mlp, b, &mc, &model.io.mlp);
-        layer->post_ffw = declare_rmsnorm(b, layer->post_ffw_w, E, model.io.delta, model.io.delta);
+        rad_mlp_declare(&layer->mlp, b, &mc, &m->io.mlp);
+        layer->post_ffw = rad_norm_declare(b, &nc, layer->post_ffw_w, m->io.delta, m->io.delta);
     }
 
     rad_weight out_norm = norm_weight(b, "output_norm.weight", "model.norm.weight", E, -1);
-    declare_residual_norm(b, &model.out_norm, out_norm, 0, E);
+    rad_residual_norm_declare(b, &m->out_norm, &nc, &m->io, out_norm, 0);
 
-    if (tied) {
-        /* A view of the embedding: no second copy in the container. */
-        RadWeightDecl d = {.enc = rad_enc_for_cols(enc, E), .rank = 2, .shape = {V, E}, .access = RAD_ACCESS_VOCAB,
-                           .group = -1, .source = "token_embd.weight"};
-        model.output = rad_decl_weight(b, "output.weight", &d);
-        rad_note(b, "lm_head is tied to the token embedding");
-    } else {
-        model.output = rad_weight_mapped(b, "output.weight", "lm_head.weight", enc, 2, V, E, RAD_ACCESS_VOCAB, -1, 0);
-    }
-    model.op_gather = RAD_OP(b, "gather_rows", RAD_PARAMS(RAD_RANGE("M", 1, model.max_out), RAD_INT("N", E)),
-                             RAD_NO_WEIGHTS);
-    rad_op_reads(b, model.op_gather, RAD_BUFS(model.io.h, model.io.out_ids));
-    rad_op_writes(b, model.op_gather, RAD_BUFS(model.io.sel));
-    model.op_logits = RAD_OP(b, "logits_gemm",
-                             RAD_PARAMS(RAD_RANGE("M", 1, model.max_out), RAD_INT("N", V), RAD_INT("K", E),
-                                        RAD_INT("enc", rad_weight_encoding(b, model.output)),
-                                        RAD_FLOAT("softcap", final_softcap > 0 ? final_softcap : 0.0)),
-                             RAD_WEIGHTS(model.output));
-    rad_op_reads(b, model.op_logits, RAD_BUFS(model.io.sel));
-    rad_op_writes(b, model.op_logits, RAD_BUFS(model.io.logits));
+    rad_head_declare_output(b, &m->head, &m->io, enc, V, E, tied, final_softcap, ctx->max_out_rows);
     return failed;
 }
 
-void rad_arch_release(void)
+void rad_arch_release(void *instance)
 {
-    free(model.layers);
-    memset(&model, 0, sizeof model);
+    Model *m = instance;
+    if (!m) return;
+    free(m->layers);
+    free(m);
 }
 
 /* ------------------------------------------------------------- stepping */
 
-void rad_arch_step(RadCtx *c, const RadBatch *batch)
+void rad_arch_step(void *instance, RadCtx *c, const RadBatch *batch)
 {
+    const Model *m = instance;
     const int64_t n = batch->n_tok;
-    RAD_ISSUE(c, model.op_embed, n, RAD_B(model.io.ids), RAD_W(model.tok_embd), RAD_B(model.io.x));
-    RAD_ISSUE(c, model.op_embed_scale, n, RAD_B(model.io.x));
-    for (int l = 0; l < model.n_layers; l++) {
-        const Layer *layer = &model.layers[l];
-        step_residual_norm(c, &layer->attn_norm, n);
-        rad_attn_step(&layer->attn, c, batch, &model.io.attn);
-        RAD_ISSUE(c, layer->post_attn, n, RAD_B(model.io.delta), RAD_W(layer->post_attn_w), RAD_B(model.io.delta));
-        step_residual_norm(c, &layer->ffn_norm, n);
-        rad_mlp_step(&layer->mlp, c, batch, &model.io.mlp);
-        RAD_ISSUE(c, layer->post_ffw, n, RAD_B(model.io.delta), RAD_W(layer->post_ffw_w), RAD_B(model.io.delta));
+    rad_head_step_embedding(c, &m->head, batch, &m->io);
+    RAD_ISSUE(c, m->op_embed_scale, n, RAD_B(m->io.x));
+    for (int l = 0; l < m->n_layers; l++) {
+        const Layer *layer = &m->layers[l];
+        rad_residual_norm_step(c, &layer->attn_norm, n, &m->io);
+        rad_attn_step(&layer->attn, c, batch, &m->io.attn);
+        RAD_ISSUE(c, layer->post_attn, n, RAD_B(m->io.delta), RAD_W(layer->post_attn_w), RAD_B(m->io.delta));
+        rad_residual_norm_step(c, &layer->ffn_norm, n, &m->io);
+        rad_mlp_step(&layer->mlp, c, batch, &m->io.mlp);
+        RAD_ISSUE(c, layer->post_ffw, n, RAD_B(m->io.delta), RAD_W(layer->post_ffw_w), RAD_B(m->io.delta));
     }
-    step_residual_norm(c, &model.out_norm, n);
-    if (batch->n_out == 0) return;      /* a chunk that finishes no sequence */
-    RAD_ISSUE(c, model.op_gather, batch->n_out, RAD_B(model.io.h), RAD_B(model.io.out_ids), RAD_B(model.io.sel));
-    RAD_ISSUE(c, model.op_logits, batch->n_out, RAD_B(model.io.sel), RAD_W(model.output), RAD_B(model.io.logits));
+    rad_residual_norm_step(c, &m->out_norm, n, &m->io);
+    rad_head_step_output(c, &m->head, batch, &m->io);
 }
 
 RAD_ARCH_PLUGIN(gemma3, "gemma3", RAD_QUANT, "1.0", "Gemma 3 (text)")

@@ -20,40 +20,30 @@
 #include <string.h>
 
 #include "../common/rad_block_attn.h"
-#include "../common/rad_block_mlp.h"
 #include "../common/rad_block_decoder.h"
+#include "../common/rad_block_head.h"
+#include "../common/rad_block_mlp.h"
+#include "../common/rad_block_residual.h"
 
 #ifndef RAD_QUANT
 #error "build with -DRAD_QUANT=\"f32\" -DRAD_QUANT_ENC=RAD_ENC_F32 (or another format)"
 #endif
 
-/* The residual add fused with the next norm: x += delta; h = rmsnorm(x).
-** Fusion is selection: when no kernel serves rmsnorm_add, the plain chain
-** add + rmsnorm is declared instead. */
-typedef struct ResidualNorm {
-    rad_weight w;
-    rad_op fused, add, norm;
-} ResidualNorm;
-
 typedef struct Layer {
-    ResidualNorm attn_norm;     /* layer 0: a plain norm of the embedding */
+    RadResidualNorm attn_norm;  /* layer 0: a plain norm of the embedding */
     RadAttn attn;
-    ResidualNorm ffn_norm;
+    RadResidualNorm ffn_norm;
     RadMlp mlp;
 } Layer;
 
+/* One model, as declared: the instance the core keeps and hands to step. */
 typedef struct Model {
-    int n_layers, max_tok, max_out;
-    double eps;
-    rad_weight tok_embd, output;
+    int n_layers;
     RadDecoderBuffers io;
-    rad_op op_embed, op_gather, op_logits;
-    ResidualNorm out_norm;
-    Layer *layers;
+    RadHead head;
+    RadResidualNorm out_norm;
+    Layer *layers;              /* (n_layers) */
 } Model;
-
-/* A plugin instance serves one model at a time; the engine loads it once. */
-static Model model;
 
 static const char *const hf_names[] = {
     "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", NULL,
@@ -64,49 +54,12 @@ const char *const *rad_arch_hf_names(void) { return hf_names; }
 int rad_arch_probe(const RadModelMeta *meta, RadArchProbe *out)
 {
     (void)meta;
-    out->shape_probe_ok = 0;    /* declare rebuilds the plugin's one model */
+    out->shape_probe_ok = 1;    /* each declare builds an instance of its own */
     out->kv_f32_ok = 1;
     return RAD_OK;
 }
 
 /* ------------------------------------------------------------ declaring */
-
-static void declare_residual_norm(RadBuilder *b, ResidualNorm *r, rad_weight w, int first, int64_t n_embd)
-{
-    r->w = w;
-    r->fused = r->add = r->norm = -1;
-    if (!first) {
-        r->fused = RAD_OP(b, "rmsnorm_add",
-                          RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd),
-                                     RAD_FLOAT("eps", model.eps), RAD_FLOAT("w_offset", 0.0)),
-                          RAD_WEIGHTS(w));
-        rad_op_reads(b, r->fused, RAD_BUFS(model.io.x, model.io.delta));
-        rad_op_writes(b, r->fused, RAD_BUFS(model.io.x, model.io.h));
-        if (rad_op_resolved(b, r->fused)) return;
-        rad_note(b, "no kernel fuses the residual add with rmsnorm: issuing add + rmsnorm");
-        r->fused = -1;
-        r->add = RAD_OP(b, "add", RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd)),
-                        RAD_NO_WEIGHTS);
-        rad_op_reads(b, r->add, RAD_BUFS(model.io.x, model.io.delta));
-        rad_op_writes(b, r->add, RAD_BUFS(model.io.x));
-    }
-    r->norm = RAD_OP(b, "rmsnorm",
-                     RAD_PARAMS(RAD_RANGE("M", 1, model.max_tok), RAD_INT("N", n_embd),
-                                RAD_FLOAT("eps", model.eps), RAD_FLOAT("w_offset", 0.0)),
-                     RAD_WEIGHTS(w));
-    rad_op_reads(b, r->norm, RAD_BUFS(model.io.x));
-    rad_op_writes(b, r->norm, RAD_BUFS(model.io.h));
-}
-
-static void step_residual_norm(RadCtx *c, const ResidualNorm *r, int64_t n)
-{
-    if (r->fused >= 0) {
-        RAD_ISSUE(c, r->fused, n, RAD_B(model.io.x), RAD_B(model.io.delta), RAD_W(r->w), RAD_B(model.io.h));
-        return;
-    }
-    if (r->add >= 0) RAD_ISSUE(c, r->add, n, RAD_B(model.io.x), RAD_B(model.io.delta), RAD_B(model.io.x));
-    RAD_ISSUE(c, r->norm, n, RAD_B(model.io.x), RAD_W(r->w), RAD_B(model.io.h));
-}
 
 /* RoPE as the checkpoint configures it; transformers 5 writes
 ** rope_parameters, older versions rope_theta + rope_scaling. */
@@ -157,19 +110,35 @@ static int rope_config(RadBuilder *b, const RadModelMeta *meta, RadRopeConfig *r
     return rad_decl_fail(b, "RoPE scaling '%s' is not served by the llama plugin (default, linear, llama3 are)", type);
 }
 
-/* Whether layer l attends through a sliding window (given one is set). */
+/* Whether layer l attends through a sliding window (given one is set):
+** layer_types when the config lists them (transformers 5); else Mistral on
+** every layer, and Qwen2/Qwen3 on the layers from max_window_layers on, as
+** their transformers configs derive layer_types. */
 static int layer_is_sliding(const RadModelMeta *meta, const char *hf, int l)
 {
     char key[48];
     snprintf(key, sizeof key, "layer_types.%d", l);
     const char *type = rad_meta_gets(meta, key, NULL);
     if (type) return strcmp(type, "sliding_attention") == 0;
-    if (strcmp(hf, "Qwen2ForCausalLM") == 0)
+    if (strcmp(hf, "Qwen2ForCausalLM") == 0 || strcmp(hf, "Qwen3ForCausalLM") == 0)
         return l >= rad_meta_geti(meta, "max_window_layers", 0);
     return 1;
 }
 
-int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx)
+/* The sliding window the configuration asks for, or 0.  Mistral slides
+** whenever sliding_window is set; Qwen2 and Qwen3 only with
+** use_sliding_window (their configs carry a sliding_window that is off by
+** default). */
+static int config_window(const RadModelMeta *meta, const char *hf)
+{
+    if (strcmp(hf, "MistralForCausalLM") == 0) return (int)rad_meta_geti(meta, "sliding_window", 0);
+    if ((strcmp(hf, "Qwen2ForCausalLM") == 0 || strcmp(hf, "Qwen3ForCausalLM") == 0) &&
+        rad_meta_geti(meta, "use_sliding_window", 0))
+        return (int)rad_meta_geti(meta, "sliding_window", 0);
+    return 0;
+}
+
+int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx, void **instance)
 {
     const char *hf = meta->hf_arch ? meta->hf_arch : "";
     const int E = meta->n_embd, V = meta->n_vocab, L = meta->n_layers;
@@ -179,55 +148,45 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
         return rad_decl_fail(b, "llama: heads %d, kv heads %d, head_dim %d, n_ff %d, layers %d do not make a model",
                              H, HKV, D, meta->n_ff, L);
 
-    free(model.layers);
-    memset(&model, 0, sizeof model);
-    model.n_layers = L;
-    model.max_tok = ctx->max_tok;
-    model.max_out = ctx->max_out_rows;
-    model.eps = meta->rms_eps;
-    model.layers = calloc((size_t)L, sizeof *model.layers);
-    if (!model.layers) return RAD_E_NOMEM;
+    Model *m = calloc(1, sizeof *m);
+    if (!m) return RAD_E_NOMEM;
+    *instance = m;
+    m->n_layers = L;
+    m->layers = calloc((size_t)L, sizeof *m->layers);
+    if (!m->layers) return RAD_E_NOMEM;
 
     int qk_norm = strcmp(hf, "Qwen3ForCausalLM") == 0;
     int tied = (int)rad_meta_geti(meta, "tie_word_embeddings", 0);
-    /* Sliding windows: Mistral on every layer when configured; Qwen2 only
-    ** with use_sliding_window, on the layers layer_types (or, in older
-    ** configs, max_window_layers) marks. */
-    int window = 0;
-    if (strcmp(hf, "MistralForCausalLM") == 0 ||
-        (strcmp(hf, "Qwen2ForCausalLM") == 0 && rad_meta_geti(meta, "use_sliding_window", 0)))
-        window = (int)rad_meta_geti(meta, "sliding_window", 0);
+    int window = config_window(meta, hf);
+    if (window < 0) window = 0;
     if (window >= ctx->max_ctx) window = 0;     /* never reached: plain causal */
     RadRopeConfig rope;
     int failed = rope_config(b, meta, &rope);  /* recorded; declare goes on */
 
     /* Buffers, shared by every layer. */
     const int T = ctx->max_tok, QW = H * D, KW = HKV * D, F = meta->n_ff;
-    rad_decoder_buffers_declare(b, &model.io, T, model.max_out, E, QW, KW, F, V);
+    rad_decoder_buffers_declare(b, &m->io, T, ctx->max_out_rows, E, QW, KW, F, V);
+    const RadNormConfig nc = {.n_embd = E, .max_tok = T, .eps = meta->rms_eps, .w_offset = 0.0};
 
-    RadKvGroupDecl full_decl = {.kind = RAD_KV_FULL, .n_head_kv = HKV, .head_dim = D};
-    RadKvGroupDecl window_decl = {.kind = RAD_KV_WINDOW, .n_head_kv = HKV, .head_dim = D, .window = window};
+    RadKvGroupDecl full_decl = {RAD_SIZED(RadKvGroupDecl), .kind = RAD_KV_FULL, .n_head_kv = HKV, .head_dim = D};
+    RadKvGroupDecl window_decl = {RAD_SIZED(RadKvGroupDecl), .kind = RAD_KV_WINDOW, .n_head_kv = HKV, .head_dim = D,
+                                  .window = window};
     rad_kv kv_full = -1, kv_window = -1;
 
     /* The embedding, then the layers, then the head: declaration order is
     ** issue order. */
-    model.tok_embd = rad_weight_mapped(b, "token_embd.weight", "model.embed_tokens.weight", enc, 2, V, E,
-                                       RAD_ACCESS_VOCAB, -1, 0);
-    model.op_embed = RAD_OP(b, "embed_lookup", RAD_PARAMS(RAD_RANGE("M", 1, T), RAD_INT("N", E)),
-                            RAD_WEIGHTS(model.tok_embd));
-    rad_op_reads(b, model.op_embed, RAD_BUFS(model.io.ids));
-    rad_op_writes(b, model.op_embed, RAD_BUFS(model.io.x));
+    rad_head_declare_embedding(b, &m->head, &m->io, enc, V, E, T);
 
     char name[RAD_NAME_MAX], hf_name[RAD_NAME_MAX], prefix[RAD_NAME_MAX];
     for (int l = 0; l < L; l++) {
-        Layer *layer = &model.layers[l];
+        Layer *layer = &m->layers[l];
         rad_weight attn_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.attn_norm.weight", l),
                                                  rad_fmt(hf_name, "model.layers.%d.input_layernorm.weight", l),
                                                  RAD_ENC_F32, 1, E, 0, RAD_ACCESS_PER_TOKEN, l, 0);
         rad_weight ffn_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_norm.weight", l),
                                                 rad_fmt(hf_name, "model.layers.%d.post_attention_layernorm.weight", l),
                                                 RAD_ENC_F32, 1, E, 0, RAD_ACCESS_PER_TOKEN, l, 0);
-        declare_residual_norm(b, &layer->attn_norm, attn_norm, l == 0, E);
+        rad_residual_norm_declare(b, &layer->attn_norm, &nc, &m->io, attn_norm, l == 0);
 
         int layer_window = window > 0 && layer_is_sliding(meta, hf, l) ? window : 0;
         rad_kv kv = layer_window ? kv_window : kv_full;
@@ -243,65 +202,46 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
             .softcap = 0.0, .window = layer_window, .rope = rope,
             .hf_prefix = rad_fmt(prefix, "model.layers.%d.self_attn", l), .max_tok = T,
         };
-        rad_attn_declare(&layer->attn, b, &ac, &model.io.attn);
+        rad_attn_declare(&layer->attn, b, &ac, &m->io.attn);
         rad_bind_layer_kv(b, l, kv);
 
-        declare_residual_norm(b, &layer->ffn_norm, ffn_norm, 0, E);
+        rad_residual_norm_declare(b, &layer->ffn_norm, &nc, &m->io, ffn_norm, 0);
         RadMlpConfig mc = {.layer = l, .n_embd = E, .n_ff = F, .weight_enc = enc, .gelu = 0,
                            .hf_prefix = rad_fmt(prefix, "model.layers.%d.mlp", l), .max_tok = T};
-        rad_mlp_declare(&layer->mlp, b, &mc, &model.io.mlp);
+        rad_mlp_declare(&layer->mlp, b, &mc, &m->io.mlp);
     }
 
     rad_weight out_norm = rad_weight_mapped(b, "output_norm.weight", "model.norm.weight", RAD_ENC_F32, 1, E, 0,
                                             RAD_ACCESS_PER_TOKEN, -1, 0);
-    declare_residual_norm(b, &model.out_norm, out_norm, 0, E);
-
-    if (tied) {
-        /* A view of the embedding: no second copy in the container. */
-        RadWeightDecl d = {.enc = rad_enc_for_cols(enc, E), .rank = 2, .shape = {V, E}, .access = RAD_ACCESS_VOCAB,
-                           .group = -1, .source = "token_embd.weight"};
-        model.output = rad_decl_weight(b, "output.weight", &d);
-        rad_note(b, "lm_head is tied to the token embedding");
-    } else {
-        model.output = rad_weight_mapped(b, "output.weight", "lm_head.weight", enc, 2, V, E, RAD_ACCESS_VOCAB, -1, 0);
-    }
-    model.op_gather = RAD_OP(b, "gather_rows", RAD_PARAMS(RAD_RANGE("M", 1, model.max_out), RAD_INT("N", E)),
-                             RAD_NO_WEIGHTS);
-    rad_op_reads(b, model.op_gather, RAD_BUFS(model.io.h, model.io.out_ids));
-    rad_op_writes(b, model.op_gather, RAD_BUFS(model.io.sel));
-    model.op_logits = RAD_OP(b, "logits_gemm",
-                             RAD_PARAMS(RAD_RANGE("M", 1, model.max_out), RAD_INT("N", V), RAD_INT("K", E),
-                                        RAD_INT("enc", rad_weight_encoding(b, model.output)),
-                                        RAD_FLOAT("softcap", 0.0)),
-                             RAD_WEIGHTS(model.output));
-    rad_op_reads(b, model.op_logits, RAD_BUFS(model.io.sel));
-    rad_op_writes(b, model.op_logits, RAD_BUFS(model.io.logits));
+    rad_residual_norm_declare(b, &m->out_norm, &nc, &m->io, out_norm, 0);
+    rad_head_declare_output(b, &m->head, &m->io, enc, V, E, tied, 0.0, ctx->max_out_rows);
     return failed;
 }
 
-void rad_arch_release(void)
+void rad_arch_release(void *instance)
 {
-    free(model.layers);
-    memset(&model, 0, sizeof model);
+    Model *m = instance;
+    if (!m) return;
+    free(m->layers);
+    free(m);
 }
 
 /* ------------------------------------------------------------- stepping */
 
-void rad_arch_step(RadCtx *c, const RadBatch *batch)
+void rad_arch_step(void *instance, RadCtx *c, const RadBatch *batch)
 {
+    const Model *m = instance;
     const int64_t n = batch->n_tok;
-    RAD_ISSUE(c, model.op_embed, n, RAD_B(model.io.ids), RAD_W(model.tok_embd), RAD_B(model.io.x));
-    for (int l = 0; l < model.n_layers; l++) {
-        const Layer *layer = &model.layers[l];
-        step_residual_norm(c, &layer->attn_norm, n);
-        rad_attn_step(&layer->attn, c, batch, &model.io.attn);
-        step_residual_norm(c, &layer->ffn_norm, n);
-        rad_mlp_step(&layer->mlp, c, batch, &model.io.mlp);
+    rad_head_step_embedding(c, &m->head, batch, &m->io);
+    for (int l = 0; l < m->n_layers; l++) {
+        const Layer *layer = &m->layers[l];
+        rad_residual_norm_step(c, &layer->attn_norm, n, &m->io);
+        rad_attn_step(&layer->attn, c, batch, &m->io.attn);
+        rad_residual_norm_step(c, &layer->ffn_norm, n, &m->io);
+        rad_mlp_step(&layer->mlp, c, batch, &m->io.mlp);
     }
-    step_residual_norm(c, &model.out_norm, n);
-    if (batch->n_out == 0) return;      /* a chunk that finishes no sequence */
-    RAD_ISSUE(c, model.op_gather, batch->n_out, RAD_B(model.io.h), RAD_B(model.io.out_ids), RAD_B(model.io.sel));
-    RAD_ISSUE(c, model.op_logits, batch->n_out, RAD_B(model.io.sel), RAD_W(model.output), RAD_B(model.io.logits));
+    rad_residual_norm_step(c, &m->out_norm, n, &m->io);
+    rad_head_step_output(c, &m->head, batch, &m->io);
 }
 
 RAD_ARCH_PLUGIN(llama, "llama", RAD_QUANT, "1.0", "Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3")

@@ -30,6 +30,11 @@ typedef int32_t rad_kv;
 typedef struct RadBuilder RadBuilder;   /* the declare-time builder */
 typedef struct RadCtx RadCtx;           /* the step-time context */
 
+/* The size field a plugin sets in each declaration struct it fills:
+**   RadWeightDecl d = {RAD_SIZED(RadWeightDecl), .enc = ..., .rank = 2, ...};
+** The core reads only what lies inside it (rad_arch.h, how this ABI grows). */
+#define RAD_SIZED(T) .struct_size = (int)sizeof(T)
+
 /* --------------------------------------------------------------- metadata */
 
 /* What the loader read from the container before any plugin ran.  The
@@ -66,7 +71,9 @@ typedef struct RadBuildCtx {
     int kv_enc;                 /* KV cache encoding: RAD_ENC_F16 (default) or RAD_ENC_F32 */
     const char *scope;          /* prefix of declared names ("" for the main model) */
     int is_draft;
-    int shape_probe;            /* a sizing declare; must not keep state */
+    int shape_probe;            /* a sizing declare, on an instance of its own */
+    int max_spec;               /* positions a step may later roll back (speculation) */
+    int max_mixed_tok;          /* most prefill rows a step carries beside decode rows */
 } RadBuildCtx;
 
 /* ---------------------------------------------------------------- weights */
@@ -88,6 +95,7 @@ typedef enum RadShard {
 #define RAD_MAX_ROW_PARTS 4
 
 typedef struct RadWeightDecl {
+    int struct_size;            /* RAD_SIZED(RadWeightDecl) */
     int enc;                    /* RadEncoding of the stored tensor */
     int rank;
     int64_t shape[4];           /* outermost first: [out, in] for a linear */
@@ -119,6 +127,14 @@ typedef enum RadMapMode {
 int rad_decl_name_map(RadBuilder *b, const char *weight, int mode,
                       const char *const *sources, int n_sources);
 
+/* Alternative checkpoint roots.  A multimodal checkpoint nests its language
+** model under another root ("model.language_model.layers.3..." where a
+** text-only one has "model.layers.3..."), and older exports of it use a
+** third.  After this call, every name-map source that starts with `from`
+** also accepts `to` + the rest, as a later COPY source.  Set the aliases
+** before declaring the weights they concern; they belong to this builder. */
+int rad_decl_name_alias(RadBuilder *b, const char *from, const char *to);
+
 /* ---------------------------------------------------------------- buffers */
 
 typedef enum RadBufKind {
@@ -128,6 +144,7 @@ typedef enum RadBufKind {
 } RadBufKind;
 
 typedef struct RadBufferDecl {
+    int struct_size;            /* RAD_SIZED(RadBufferDecl) */
     int kind;                   /* RadBufKind */
     int enc;                    /* RAD_ENC_F32 for activations, RAD_ENC_I32 for ids */
     int64_t rows;               /* capacity in rows (usually ctx->max_tok) */
@@ -140,17 +157,26 @@ rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *d)
 /* -------------------------------------------------------------- KV groups */
 
 typedef enum RadKvKind {
-    RAD_KV_FULL = 1,            /* paged, grows with the sequence */
+    RAD_KV_FULL = 1,            /* paged attention K/V, grows with the sequence */
     RAD_KV_WINDOW = 2,          /* paged, only the last `window` positions are read */
-    RAD_KV_LINEAR = 3,          /* reserved: fixed per-sequence state */
-    RAD_KV_CONV = 4,            /* reserved */
+    RAD_KV_LINEAR = 3,          /* a fixed state per sequence (a recurrent layer's matrix) */
+    RAD_KV_CONV = 4,            /* a rolling window of the last inputs (a short convolution) */
     RAD_KV_RING = 5             /* reserved */
 } RadKvKind;
 
+/* A KV group.  FULL and WINDOW hold one K and one V row of n_head_kv x
+** head_dim per position, paged.  LINEAR and CONV hold, per sequence and per
+** bound layer, one state of state_rows x state_cols elements of state_enc
+** (RAD_ENC_F32, the zero value, by default): it describes the sequence at
+** its current length only, so it cannot be cut back to an earlier position
+** unless a checkpoint was taken there (docs/KV.md). */
 typedef struct RadKvGroupDecl {
+    int struct_size;            /* RAD_SIZED(RadKvGroupDecl) */
     int kind;                   /* RadKvKind */
-    int n_head_kv, head_dim;
+    int n_head_kv, head_dim;    /* FULL and WINDOW */
     int window;                 /* WINDOW only */
+    int state_enc;              /* LINEAR and CONV */
+    int64_t state_rows, state_cols;
 } RadKvGroupDecl;
 
 rad_kv rad_decl_kv_group(RadBuilder *b, const char *name, const RadKvGroupDecl *d);

@@ -31,6 +31,13 @@ typedef struct RadEngineOptions {
     const char *kv_type;        /* KV cache encoding: "f16" (NULL picks it) or "f32" */
     FILE *debug_graph;          /* print the resolved program here, or NULL */
     FILE *debug_plan;           /* print the memory plan here, or NULL */
+    /* grown for several sequences per step (docs/SCHEDULING.md) */
+    int max_spec;               /* positions a step may later roll back (speculation); 0 = none */
+    int max_mixed_tok;          /* prefill rows a step carries beside decode rows; 0 = max_tok */
+    int max_out_rows;           /* logits rows one step returns; 0 = max_tok with logits_all, else
+                                ** max_seqs * (1 + max_spec) */
+    int64_t kv_size;            /* KV positions shared by all sequences; 0 = max_seqs * max_ctx */
+    int no_prefix_cache;        /* 1: never share prompt blocks between sequences */
 } RadEngineOptions;
 
 /* Open and prepare a model: load the kernel libraries and the plugin for its
@@ -83,6 +90,47 @@ const struct RadChatFormat *rad_engine_chat_format(const RadEngine *e);
 ** floats), or with logits_all every row's ([n, n_vocab]); NULL skips them.
 ** RAD_E_RANGE when the sequence would outgrow max_ctx (nothing is run). */
 int  rad_engine_eval(RadEngine *e, int seq, const int32_t *tokens, int n, float *logits);
+
+/* Which rows of a piece of work want their logits. */
+typedef enum RadLogitsWanted {
+    RAD_LOGITS_NONE = 0,
+    RAD_LOGITS_LAST = 1,        /* the last row's: the next token */
+    RAD_LOGITS_ALL = 2,         /* every row's (teacher forcing) */
+    RAD_LOGITS_MASK = 3         /* the rows `mask` marks (verifying drafted tokens) */
+} RadLogitsWanted;
+
+/* Tokens to append to one sequence.  `out` receives the wanted rows'
+** logits, in row order, n_vocab floats each. */
+typedef struct RadSeqWork {
+    int seq;
+    const int32_t *tokens;
+    int n;
+    int logits;                 /* RadLogitsWanted */
+    const uint8_t *mask;        /* RAD_LOGITS_MASK: [n], nonzero = wanted */
+    float *out;
+} RadSeqWork;
+
+/* The work of several sequences, run together: one RadBatch per step over
+** all of them, decode rows first, then prefill chunks (docs/SCHEDULING.md).
+** Each sequence at most once.  A prompt whose leading blocks another
+** sequence already computed shares them instead of running them again.  A
+** row's result does not depend on which rows share its step (docs/OPS.md).
+** RAD_E_RANGE before anything runs when a sequence would outgrow max_ctx;
+** on a later failure the sequences keep what ran (rad_engine_seq_len). */
+int  rad_engine_decode(RadEngine *e, RadSeqWork *work, int n_work);
+
+/* Keep a checkpoint of a sequence's recurrent state (LINEAR and CONV
+** groups) at its current length, so a later truncate to exactly this length
+** works; attention KV needs none.  A conversation takes one at each turn's
+** end. */
+int  rad_engine_seq_checkpoint(RadEngine *e, int seq);
+
+/* What the step scheduler has done so far: steps run, rows, and positions
+** served by shared prefix blocks instead of being computed. */
+typedef struct RadEngineStats {
+    int64_t steps, rows, prefix_rows;
+} RadEngineStats;
+void rad_engine_stats(const RadEngine *e, RadEngineStats *out);
 
 /* The whole resolved program (every op, its kernel per band, and why) and
 ** the memory plan term by term. */

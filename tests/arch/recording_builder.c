@@ -76,6 +76,8 @@ struct RadBuilder {
     int n_ops, cap_ops;
     RecIssue *issues;
     int n_issues, cap_issues;
+    void *instance;             /* the plugin's, released with the builder */
+    RadArchReleaseFn release;
 };
 
 struct RadCtx {
@@ -215,9 +217,18 @@ static void record_fail(RadBuilder *b, const char *fmt, ...)
 
 RadBuilder *rec_builder_new(void) { return must(calloc(1, sizeof(RadBuilder))); }
 
+void rec_builder_own_instance(RadBuilder *b, void *instance, RadArchReleaseFn release)
+{
+    b->instance = instance;
+    b->release = release;
+}
+
+void *rec_builder_instance(const RadBuilder *b) { return b->instance; }
+
 void rec_builder_free(RadBuilder *b)
 {
     if (!b) return;
+    if (b->release) b->release(b->instance);
     for (int i = 0; i < b->n_weights; i++) {
         free(b->weights[i].name);
         free(b->weights[i].source);
@@ -273,6 +284,10 @@ rad_weight rec_find_weight(const RadBuilder *b, const char *name)
 
 rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl *d)
 {
+    if (d->struct_size != (int)sizeof *d) {
+        record_fail(b, "weight '%s': struct_size %d, not %zu (RAD_SIZED)", name, d->struct_size, sizeof *d);
+        return -1;
+    }
     if (rec_find_weight(b, name) >= 0) {
         record_fail(b, "plugin declares weight '%s' twice", name);
         return -1;
@@ -347,10 +362,23 @@ int rad_decl_name_map(RadBuilder *b, const char *weight, int mode, const char *c
     return RAD_OK;
 }
 
+int rad_decl_name_alias(RadBuilder *b, const char *from, const char *to)
+{
+    Line l;
+    FILE *f = line_open(&l);
+    fprintf(f, "alias %s %s", from, to);
+    line_to_log(b, &l);
+    return RAD_OK;
+}
+
 /* ------------------------------------------------------------- buffers */
 
 rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *d)
 {
+    if (d->struct_size != (int)sizeof *d) {
+        record_fail(b, "buffer '%s': struct_size %d, not %zu (RAD_SIZED)", name, d->struct_size, sizeof *d);
+        return -1;
+    }
     b->buffers = grow(b->buffers, b->n_buffers, &b->cap_buffers, sizeof *b->buffers);
     RecBuffer *buf = &b->buffers[b->n_buffers];
     buf->name = copy_text(name);
@@ -373,6 +401,10 @@ rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *d)
 
 rad_kv rad_decl_kv_group(RadBuilder *b, const char *name, const RadKvGroupDecl *d)
 {
+    if (d->struct_size != (int)sizeof *d) {
+        record_fail(b, "KV group '%s': struct_size %d, not %zu (RAD_SIZED)", name, d->struct_size, sizeof *d);
+        return -1;
+    }
     b->kv = grow(b->kv, b->n_kv, &b->cap_kv, sizeof *b->kv);
     b->kv[b->n_kv].name = copy_text(name);
     b->kv[b->n_kv].d = *d;

@@ -45,6 +45,10 @@
 /* A fresh, empty builder and the step context that records into its log. */
 RadBuilder *rec_builder_new(void);
 void rec_builder_free(RadBuilder *b);
+/* The instance the plugin's declare returned, released (with `release`)
+** when the builder is freed, as the core does when a model closes. */
+void rec_builder_own_instance(RadBuilder *b, void *instance, RadArchReleaseFn release);
+void *rec_builder_instance(const RadBuilder *b);
 RadCtx *rec_ctx_new(RadBuilder *b);
 void rec_ctx_free(RadCtx *c);
 

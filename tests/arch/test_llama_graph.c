@@ -84,7 +84,6 @@ static int close_plugins(void **state)
     for (size_t i = 0; i < sizeof plugins / sizeof *plugins; i++) {
         Plugin *p = &plugins[i];
         if (!p->handle) continue;
-        if (p->release) p->release();
         dlclose(p->handle);
         p->handle = NULL;
     }
@@ -191,7 +190,9 @@ static RadBuilder *declare(const char *quant, const Model *m, int *rc, const cha
     RadBuilder *b = rec_builder_new();
     if (unresolved_op) rec_set_unresolved(b, unresolved_op);
     RadBuildCtx ctx = deployment();
-    *rc = p->declare(b, &m->meta, &ctx);
+    void *instance = NULL;
+    *rc = p->declare(b, &m->meta, &ctx, &instance);
+    rec_builder_own_instance(b, instance, p->release);
     return b;
 }
 
@@ -204,7 +205,7 @@ static RadBuilder *declare_and_step(const char *quant, const Model *m, int n_out
         fail_msg("declare returned %d; first failure: %s", rc, rec_fail_count(b) ? rec_fail(b, 0) : "(none)");
     RadCtx *c = rec_ctx_new(b);
     RadBatch batch = prefill(n_out);
-    plugin(quant)->step(c, &batch);
+    plugin(quant)->step(rec_builder_instance(b), c, &batch);
     assert_int_equal(rad_step_status(c), RAD_OK);
     rec_ctx_free(c);
     return b;

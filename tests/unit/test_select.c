@@ -625,7 +625,7 @@ static void builder_start(RadBuilder *b, RadKernelLibrary *lib, const RadKernelL
     rad_builder_init(b, RAD_BUILD_RUN, &meta, NULL);
     b->libs = order;
     b->n_libs = 1;
-    const RadBufferDecl logits = {.kind = RAD_BUF_TRANSIENT, .enc = RAD_ENC_F32, .rows = 4,
+    const RadBufferDecl logits = {RAD_SIZED(RadBufferDecl), .kind = RAD_BUF_TRANSIENT, .enc = RAD_ENC_F32, .rows = 4,
                                   .cols = meta.n_vocab};
     rad_buf buf = rad_decl_buffer(b, "logits", &logits);
     assert_true(buf >= 0);

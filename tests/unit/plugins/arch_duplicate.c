@@ -11,12 +11,14 @@
 #define DUP_NS dup
 #endif
 
-int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx)
+int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx, void **instance)
 {
-    (void)b, (void)meta, (void)ctx;
+    (void)b, (void)meta, (void)ctx, (void)instance;
     return 0;
 }
 
-void rad_arch_step(RadCtx *c, const RadBatch *batch) { (void)c, (void)batch; }
+void rad_arch_release(void *instance) { (void)instance; }
+
+void rad_arch_step(void *instance, RadCtx *c, const RadBatch *batch) { (void)instance, (void)c, (void)batch; }
 
 RAD_ARCH_PLUGIN(DUP_NS, "dup", "f32", "0", "one of two plugins claiming the same pair")
