@@ -64,16 +64,25 @@ $(BUILD)/libradcore.a: $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/radiance: $(APP_OBJ) $(BUILD)/libradcore.a
-	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(APP_OBJ) -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(LDLIBS)
-
-$(BUILD)/plugins/arch/llama_%.so: arch/llama/llama.c $(ABI_HEADERS)
+# The binary exports what rad_core.h declares and nothing else (Lua's
+# boundary): the list is made from the header, so the two cannot drift, and
+# tests/e2e/test_abi.sh checks `nm -D` against the header.
+$(BUILD)/rad_core.dynlist: engine/include/rad_core.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< -lm
+	{ echo '{'; sed -n 's/^[a-zA-Z_][a-zA-Z0-9_ *]*[ *]\(rad_[a-z0-9_]*\)(.*/  \1;/p' $<; echo '};'; } > $@
 
-$(BUILD)/plugins/arch/gemma3_%.so: arch/gemma3/gemma3.c $(ABI_HEADERS)
+$(BUILD)/radiance: $(APP_OBJ) $(BUILD)/libradcore.a $(BUILD)/rad_core.dynlist
+	$(CC) $(ALL_CFLAGS) -Wl,--dynamic-list=$(BUILD)/rad_core.dynlist -o $@ $(APP_OBJ) -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(LDLIBS)
+
+# A plugin carries the encodings table itself (base/encoding.c), as kernel
+# libraries do, so that it needs from the binary only what rad_core.h says.
+$(BUILD)/plugins/arch/llama_%.so: arch/llama/llama.c base/encoding.c $(ABI_HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< -lm
+	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< base/encoding.c -lm
+
+$(BUILD)/plugins/arch/gemma3_%.so: arch/gemma3/gemma3.c base/encoding.c $(ABI_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< base/encoding.c -lm
 
 $(BUILD)/plugins/kernels/ref.so: $(REF_SRC) $(ABI_HEADERS)
 	@mkdir -p $(dir $@)
@@ -199,7 +208,8 @@ TEST_PLUGINS := $(TP_DIR)/arch_bad_abi/arch/bad_abi.so \
     $(TP_DIR)/arch_no_step/arch/no_step.so \
     $(TP_DIR)/arch_duplicate/arch/dup_a.so $(TP_DIR)/arch_duplicate/arch/dup_b.so \
     $(TP_DIR)/kernels_bad_abi/kernels/bad_abi.so \
-    $(TP_DIR)/kernels_no_export/kernels/no_export.so
+    $(TP_DIR)/kernels_no_export/kernels/no_export.so \
+    $(TP_DIR)/kernels_old_row/kernels/old_row.so
 
 $(TP_DIR)/arch_bad_abi/arch/bad_abi.so: tests/unit/plugins/arch_bad_abi.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -214,6 +224,9 @@ $(TP_DIR)/kernels_bad_abi/kernels/bad_abi.so: tests/unit/plugins/kernels_bad_abi
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
 $(TP_DIR)/kernels_no_export/kernels/no_export.so: tests/unit/plugins/kernels_no_export.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+$(TP_DIR)/kernels_old_row/kernels/old_row.so: tests/unit/plugins/kernels_old_row.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
 

@@ -72,8 +72,9 @@ void rad_plugins_release(const RadPluginSet *set);
 const RadArchPlugin *rad_plugins_find(const RadPluginSet *set, const char *id, const char *quant);
 /* The plugin whose rad_arch_hf_names lists hf_arch, or NULL. */
 const RadArchPlugin *rad_plugins_find_hf(const RadPluginSet *set, const char *hf_arch);
-/* The order used when none is asked for: "cpu,ref" when a library named
-** cpu is installed, else "ref". */
+/* The order used when none is asked for: every installed library, by its
+** `preference` (higher first; cpu,ref today).  The string lives until the
+** next call on this thread. */
 const char *rad_plugins_default_order(const RadPluginSet *set);
 /* Resolve a comma-separated library order ("cpu,ref") to libraries. */
 int  rad_plugins_kernel_order(const RadPluginSet *set, const char *order,

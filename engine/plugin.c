@@ -358,11 +358,29 @@ const RadArchPlugin *rad_plugins_find_hf(const RadPluginSet *set, const char *hf
     return NULL;
 }
 
+static int preference(const RadKernelLibrary *lib) { return lib->preference > 0 ? lib->preference : 10; }
+
 const char *rad_plugins_default_order(const RadPluginSet *set)
 {
-    for (int i = 0; i < set->n_kernels; i++)
-        if (strcmp(set->kernels[i].lib->name, "cpu") == 0) return "cpu,ref";
-    return "ref";
+    /* Every library installed, most preferred first (a tie goes by name,
+    ** so the order never depends on the file system). */
+    static __thread char order[512];
+    const RadKernelLibrary *libs[64];
+    int n = 0;
+    for (int i = 0; i < set->n_kernels && n < 64; i++) libs[n++] = set->kernels[i].lib;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            const RadKernelLibrary *a = libs[j - 1], *b = libs[j];
+            if (preference(a) > preference(b) || (preference(a) == preference(b) && strcmp(a->name, b->name) <= 0))
+                break;
+            libs[j - 1] = b;
+            libs[j] = a;
+        }
+    size_t at = 0;
+    order[0] = 0;
+    for (int i = 0; i < n && at < sizeof order; i++)
+        at += (size_t)snprintf(order + at, sizeof order - at, "%s%s", i ? "," : "", libs[i]->name);
+    return n ? order : "ref";
 }
 
 int rad_plugins_kernel_order(const RadPluginSet *set, const char *order,

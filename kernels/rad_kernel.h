@@ -213,6 +213,9 @@ typedef struct RadKernelRow {
     ** copies are counted in the memory plan; the container stays canonical. */
     size_t (*relayout_bytes)(const RadTensor *weight);
     int (*relayout)(const RadTensor *weight, void *dst);
+    /* grown in ABI 3 (zero = off) */
+    int slices_ok;                  /* reads a stacked weight's slices through RadTensor.slices,
+                                    ** wherever each lives (streamed experts); 0 = contiguous only */
 } RadKernelRow;
 
 /* What a library exports, as one symbol: `rad_kernel_library`. */
@@ -229,6 +232,9 @@ typedef struct RadKernelLibrary {
     const RadKernelRow *rows;
     int (*init)(void);              /* optional: once, after dlopen */
     void (*fini)(void);             /* optional */
+    /* grown in ABI 3 (zero = unset) */
+    int preference;                 /* where it goes in the default order: higher first (a GPU
+                                    ** library 100, a SIMD one 50, the reference 1); 0 counts as 10 */
 } RadKernelLibrary;
 
 #define RAD_KERNEL_LIBRARY_SYMBOL "rad_kernel_library"

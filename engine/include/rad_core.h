@@ -106,6 +106,9 @@ typedef struct RadWeightDecl {
     int n_row_parts;            /* what a ROW-sharded weight stacks along dim 0 */
     int64_t row_parts[RAD_MAX_ROW_PARTS];
     const char *source;         /* view of another declared weight; NULL = own name */
+    /* grown in ABI 2 (zero = off) */
+    int64_t n_slices;           /* a stack of n_slices equal slices along dim 0 (a MoE layer's experts,
+                                ** [n_expert, rows, cols]); slice e moves as unit group + e */
 } RadWeightDecl;
 
 rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl *d);

@@ -21,8 +21,8 @@ typedef struct RadEngine RadEngine;
 typedef struct RadEngineOptions {
     const char *model_path;     /* a .rad container */
     const char *plugin_dir;     /* NULL: $RADIANCE_HOME/plugins, else beside the binary */
-    const char *kernels;        /* library order, comma-separated; NULL = "cpu,ref"
-                                ** when the cpu library is installed, else "ref" */
+    const char *kernels;        /* library order, comma-separated; NULL = every installed library by
+                                ** its preference (cpu,ref) */
     int n_threads;              /* threads for host kernels; 0 = the physical cores */
     int max_ctx;                /* positions per sequence; 0 = min(model's, 4096) */
     int max_tok;                /* rows per step (prefill chunk); 0 = 256 */

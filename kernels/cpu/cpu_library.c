@@ -199,4 +199,5 @@ RadKernelLibrary rad_kernel_library = {
     .n_rows = 0,
     .rows = rows,
     .init = init,
+    .preference = 50,          /* before the reference library in the default order */
 };

@@ -80,4 +80,5 @@ const RadKernelLibrary rad_kernel_library = {
     .schemas = rad_op_schemas,
     .n_rows = (int)(sizeof rows / sizeof rows[0]),
     .rows = rows,
+    .preference = 1,           /* the last resort in the default order */
 };

@@ -104,12 +104,13 @@ static int teardown_real(void **state)
 
 /* ------------------------------------------------------------- refusals */
 
-/* An arch plugin whose rad_plugin_info reports another ABI version is refused by name. */
+/* An arch plugin built against the previous ABI is refused by name, with both versions. */
 static void test_refuses_arch_wrong_abi(void **state)
 {
     (void)state;
-    char want[64];
-    snprintf(want, sizeof want, "architecture ABI %d", RAD_ARCH_ABI_VERSION + 98);
+    char want[96];
+    snprintf(want, sizeof want, "architecture ABI %d, this radiance speaks %d", RAD_ARCH_ABI_VERSION - 1,
+             RAD_ARCH_ABI_VERSION);
     expect_refusal("arch_bad_abi", "arch/bad_abi.so", want);
 }
 
@@ -132,13 +133,41 @@ static void test_refuses_duplicate_pair(void **state)
     assert_non_null(strstr(rad_error_message(), "'dup' at 'f32'"));
 }
 
-/* A kernel library whose abi_version is not RAD_KERNEL_ABI_VERSION is refused by name. */
+/* A kernel library built against the previous kernel ABI is refused by name, with both versions. */
 static void test_refuses_kernels_wrong_abi(void **state)
 {
     (void)state;
-    char want[64];
-    snprintf(want, sizeof want, "kernel ABI %d", RAD_KERNEL_ABI_VERSION + 41);
+    char want[96];
+    snprintf(want, sizeof want, "kernel ABI %d, this radiance speaks %d", RAD_KERNEL_ABI_VERSION - 1,
+             RAD_KERNEL_ABI_VERSION);
     expect_refusal("kernels_bad_abi", "kernels/bad_abi.so", want);
+}
+
+/* A library whose table and rows are smaller (an earlier header of this
+** ABI) is loaded: each row read at the library's own stride, and the fields
+** past its sizes read as zero, even where its memory holds something. */
+static void test_reads_smaller_tables_to_their_size(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX];
+    case_dir("kernels_old_row", dir, sizeof dir);
+    RadPluginSet set;
+    int rc = rad_plugins_load(dir, &set);
+    if (rc) fail_msg("load: %s", rad_error_message());
+    assert_int_equal(set.n_kernels, 1);
+    const RadKernelLibrary *lib = set.kernels[0].lib;
+    assert_string_equal(lib->name, "old_row");
+    assert_int_equal(lib->preference, 0);           /* past its struct_size */
+    assert_int_equal(lib->n_rows, 2);
+    assert_string_equal(lib->rows[0].name, "old_first");
+    assert_string_equal(lib->rows[1].name, "old_second");
+    assert_int_equal(lib->rows[1].priority, 7);
+    assert_non_null(lib->rows[1].launch);
+    assert_int_equal(lib->rows[0].slices_ok, 0);
+    assert_int_equal(lib->rows[1].slices_ok, 0);
+    assert_string_equal(lib->schemas[0].op, "old_op");
+    assert_string_equal(rad_plugins_default_order(&set), "old_row");
+    rad_plugins_free(&set);
 }
 
 /* A .so in kernels/ that does not export rad_kernel_library is refused, naming file and symbol. */
@@ -296,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_refuses_duplicate_pair),
         cmocka_unit_test(test_refuses_kernels_wrong_abi),
         cmocka_unit_test(test_refuses_kernels_without_export),
+        cmocka_unit_test(test_reads_smaller_tables_to_their_size),
         cmocka_unit_test(test_refuses_unloadable_file),
         cmocka_unit_test(test_empty_folder_loads_nothing),
         cmocka_unit_test(test_plugin_dir_resolve),

@@ -1,0 +1,347 @@
+/*
+** test_engines.c: several models and several sequences in one process.
+**
+** The engine is opened on tiny checkpoints from tests/golden/fixtures
+** (converted here with the real converter) and every comparison is bit for
+** bit, because these are contracts, not tolerances:
+**
+**   instances   two models of one plugin family (llama, qwen3) and one of
+**               another (gemma3) open at once, their steps interleaved and
+**               their closes in another order than their opens, give the
+**               logits each gives alone (docs/ABI.md, instances);
+**   batching    N sequences decoded together, with prompts of different
+**               lengths so that decode rows share steps with prefill
+**               chunks, give the tokens and logits each gives alone
+**               (docs/OPS.md, batch invariance), with f32 and f16 KV;
+**   prefixes    a prompt that starts like one already run shares its blocks
+**               and still gives the logits of a fresh run;
+**   recurrent   a snapshot of the previous format is refused by name.
+*/
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../engine/include/radiance.h"
+
+static char fixtures[4096], workdir[4096];
+
+/* The fixture `name` converted to f32 once, as workdir/name.rad. */
+static const char *model(const char *name)
+{
+    static char paths[8][4300];
+    static const char *names[8];
+    for (int i = 0; i < 8; i++) {
+        if (names[i] && strcmp(names[i], name) == 0) return paths[i];
+        if (names[i]) continue;
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/%s", fixtures, name);
+        snprintf(paths[i], sizeof paths[i], "%s/%s.rad", workdir, name);
+        if (rad_convert_hf(dir, paths[i], "f32", NULL, NULL)) fail_msg("convert %s: %s", name, rad_error_message());
+        names[i] = name;
+        return paths[i];
+    }
+    fail_msg("too many models");
+    return NULL;
+}
+
+static RadEngine *open_engine(const char *path, const char *kv, int max_seqs, int max_tok)
+{
+    RadEngineOptions opt = {.model_path = path, .kv_type = kv, .max_seqs = max_seqs, .max_tok = max_tok,
+                            .max_ctx = 256};
+    RadEngine *e = NULL;
+    if (rad_engine_open(&opt, &e)) fail_msg("open %s: %s", path, rad_error_message());
+    return e;
+}
+
+/* A deterministic prompt of n tokens for sequence s of a vocabulary. */
+static void prompt(int32_t *out, int n, int s, int vocab)
+{
+    for (int i = 0; i < n; i++) out[i] = (int32_t)((i * 7919 + s * 104729 + 13) % (vocab - 1)) + 1;
+}
+
+static int argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* ------------------------------------------------------------ instances */
+
+enum { CHUNKS = 6, CHUNK = 7 };
+
+/* Each chunk's last-row logits of `path` fed CHUNKS chunks of CHUNK tokens. */
+static float *solo_run(const char *path)
+{
+    RadEngine *e = open_engine(path, "f16", 1, 16);
+    int vocab = rad_engine_n_vocab(e), seq;
+    assert_int_equal(rad_engine_seq_new(e, &seq), 0);
+    float *out = malloc((size_t)CHUNKS * vocab * sizeof *out);
+    int32_t tokens[CHUNKS * CHUNK];
+    prompt(tokens, CHUNKS * CHUNK, 0, vocab);
+    for (int c = 0; c < CHUNKS; c++)
+        if (rad_engine_eval(e, seq, tokens + c * CHUNK, CHUNK, out + (size_t)c * vocab))
+            fail_msg("eval: %s", rad_error_message());
+    rad_engine_close(e);
+    return out;
+}
+
+typedef struct Live {
+    const char *name;
+    RadEngine *e;
+    int seq, vocab;
+    int32_t tokens[CHUNKS * CHUNK];
+    float *solo, *row;
+} Live;
+
+static void live_open(Live *m, const char *name)
+{
+    m->name = name;
+    m->solo = solo_run(model(name));
+    m->e = open_engine(model(name), "f16", 1, 16);
+    m->vocab = rad_engine_n_vocab(m->e);
+    assert_int_equal(rad_engine_seq_new(m->e, &m->seq), 0);
+    prompt(m->tokens, CHUNKS * CHUNK, 0, m->vocab);
+    m->row = malloc((size_t)m->vocab * sizeof *m->row);
+}
+
+static void live_step(Live *m, int c)
+{
+    if (rad_engine_eval(m->e, m->seq, m->tokens + c * CHUNK, CHUNK, m->row))
+        fail_msg("%s: eval: %s", m->name, rad_error_message());
+    if (memcmp(m->row, m->solo + (size_t)c * m->vocab, (size_t)m->vocab * sizeof(float)) != 0)
+        fail_msg("%s chunk %d: logits differ from the model run alone", m->name, c);
+}
+
+static void live_close(Live *m)
+{
+    rad_engine_close(m->e);
+    m->e = NULL;
+    free(m->solo);
+    free(m->row);
+}
+
+/* Three engines, two of the llama plugin and one of gemma3, interleaved;
+** closing two of them leaves the third stepping exactly as alone. */
+static void instances_interleave_bit_identically(void **state)
+{
+    (void)state;
+    Live a, b, g;
+    live_open(&a, "llama");
+    live_open(&b, "qwen3");
+    live_open(&g, "gemma3");
+    for (int c = 0; c < CHUNKS / 2; c++) {
+        live_step(&a, c);
+        live_step(&g, c);
+        live_step(&b, c);
+    }
+    live_close(&a);                 /* the first opened closes first ... */
+    for (int c = CHUNKS / 2; c < CHUNKS - 1; c++) {
+        live_step(&g, c);
+        live_step(&b, c);
+    }
+    live_close(&b);                 /* ... the last family member next */
+    live_step(&g, CHUNKS - 1);
+    live_close(&g);
+}
+
+/* ------------------------------------------------------------- batching */
+
+enum { N_SEQS = 4, GEN = 12 };
+static const int prompt_len[N_SEQS] = {5, 23, 1, 40};
+
+/* Greedy tokens of sequence s alone, and the logits of each picked row. */
+static void greedy_alone(const char *path, const char *kv, int s, int32_t *picked, float *logits)
+{
+    RadEngine *e = open_engine(path, kv, 1, 16);
+    int vocab = rad_engine_n_vocab(e), seq;
+    assert_int_equal(rad_engine_seq_new(e, &seq), 0);
+    int32_t p[64];
+    prompt(p, prompt_len[s], s, vocab);
+    float *row = logits;
+    if (rad_engine_eval(e, seq, p, prompt_len[s], row)) fail_msg("%s", rad_error_message());
+    for (int t = 0; t < GEN; t++) {
+        picked[t] = argmax(row, vocab);
+        if (t + 1 == GEN) break;
+        row += vocab;
+        if (rad_engine_eval(e, seq, &picked[t], 1, row)) fail_msg("%s", rad_error_message());
+    }
+    rad_engine_close(e);
+}
+
+/* The same N sequences through one engine, every call carrying every
+** sequence that has work: the long prompt's chunks share steps with the
+** others' decode rows. */
+static void greedy_together(const char *path, const char *kv, int32_t picked[N_SEQS][GEN], float *logits[N_SEQS])
+{
+    RadEngine *e = open_engine(path, kv, N_SEQS, 16);
+    int vocab = rad_engine_n_vocab(e), seq[N_SEQS];
+    int32_t p[N_SEQS][64];
+    RadSeqWork work[N_SEQS];
+    for (int s = 0; s < N_SEQS; s++) {
+        assert_int_equal(rad_engine_seq_new(e, &seq[s]), 0);
+        prompt(p[s], prompt_len[s], s, vocab);
+        work[s] = (RadSeqWork){.seq = seq[s], .tokens = p[s], .n = prompt_len[s], .logits = RAD_LOGITS_LAST,
+                               .out = logits[s]};
+    }
+    if (rad_engine_decode(e, work, N_SEQS)) fail_msg("%s", rad_error_message());
+    for (int t = 0; t < GEN; t++) {
+        for (int s = 0; s < N_SEQS; s++) picked[s][t] = argmax(logits[s] + (size_t)t * vocab, vocab);
+        if (t + 1 == GEN) break;
+        for (int s = 0; s < N_SEQS; s++)
+            work[s] = (RadSeqWork){.seq = seq[s], .tokens = &picked[s][t], .n = 1, .logits = RAD_LOGITS_LAST,
+                                   .out = logits[s] + (size_t)(t + 1) * vocab};
+        if (rad_engine_decode(e, work, N_SEQS)) fail_msg("%s", rad_error_message());
+    }
+    RadEngineStats st;
+    rad_engine_stats(e, &st);
+    assert_true(st.steps < (int64_t)N_SEQS * GEN);     /* the sequences really shared steps */
+    rad_engine_close(e);
+}
+
+static void batched_equals_alone(const char *name, const char *kv)
+{
+    const char *path = model(name);
+    RadEngine *probe = open_engine(path, kv, 1, 16);
+    int vocab = rad_engine_n_vocab(probe);
+    rad_engine_close(probe);
+    int32_t together[N_SEQS][GEN], alone[GEN];
+    float *logits[N_SEQS], *solo = malloc((size_t)GEN * vocab * sizeof *solo);
+    for (int s = 0; s < N_SEQS; s++) logits[s] = malloc((size_t)GEN * vocab * sizeof(float));
+    greedy_together(path, kv, together, logits);
+    for (int s = 0; s < N_SEQS; s++) {
+        greedy_alone(path, kv, s, alone, solo);
+        for (int t = 0; t < GEN; t++)
+            if (together[s][t] != alone[t]) fail_msg("%s kv %s: sequence %d token %d: %d batched, %d alone", name, kv, s, t,
+                                                     together[s][t], alone[t]);
+        for (int t = 0; t < GEN; t++)
+            if (memcmp(logits[s] + (size_t)t * vocab, solo + (size_t)t * vocab, (size_t)vocab * sizeof(float)))
+                fail_msg("%s kv %s: sequence %d step %d: logits differ batched and alone", name, kv, s, t);
+        free(logits[s]);
+    }
+    free(solo);
+}
+
+/* TODO(kernels, core v2): the cpu attention's result still depends on the
+** rows a step holds past a sliding window's edge and with an f16 cache
+** (`radiance run --tokens ... -b 16` and `-b 11` differ on gemma3 from
+** position 16); until the batch-invariant kernels land, gemma3 and the f16
+** cache are left out here, and the ref library (which is invariant) is not
+** the default. */
+static void batched_sequences_equal_solo(void **state)
+{
+    (void)state;
+    static const char *names[] = {"llama", "qwen2", "mistral_window"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) batched_equals_alone(names[i], "f32");
+    batched_equals_alone("llama", "f16");
+    batched_equals_alone("qwen2", "f16");
+}
+
+/* ------------------------------------------------------------- prefixes */
+
+/* A second sequence whose prompt starts like the first's attaches the
+** first's full blocks and gets exactly the logits of a fresh engine. */
+static void shared_prefix_gives_fresh_logits(void **state)
+{
+    (void)state;
+    const char *path = model("llama");
+    RadEngine *e = open_engine(path, "f16", 2, 16);
+    int vocab = rad_engine_n_vocab(e), a, b;
+    int32_t first[60], second[60];
+    prompt(first, 60, 0, vocab);
+    memcpy(second, first, sizeof second);
+    second[50] = (second[50] + 1) % vocab;             /* diverges inside the fourth block */
+    float *row = malloc((size_t)vocab * sizeof *row), *fresh = malloc((size_t)vocab * sizeof *fresh);
+    assert_int_equal(rad_engine_seq_new(e, &a), 0);
+    assert_int_equal(rad_engine_seq_new(e, &b), 0);
+    if (rad_engine_eval(e, a, first, 60, row)) fail_msg("%s", rad_error_message());
+    if (rad_engine_eval(e, b, second, 60, row)) fail_msg("%s", rad_error_message());
+    RadEngineStats st;
+    rad_engine_stats(e, &st);
+    assert_int_equal(st.prefix_rows, 48);              /* three whole blocks of 16 */
+    rad_engine_close(e);
+
+    RadEngineOptions opt = {.model_path = path, .kv_type = "f16", .max_tok = 16, .max_ctx = 256, .no_prefix_cache = 1};
+    assert_int_equal(rad_engine_open(&opt, &e), 0);
+    assert_int_equal(rad_engine_seq_new(e, &b), 0);
+    if (rad_engine_eval(e, b, second, 60, fresh)) fail_msg("%s", rad_error_message());
+    rad_engine_stats(e, &st);
+    assert_int_equal(st.prefix_rows, 0);
+    rad_engine_close(e);
+    if (memcmp(row, fresh, (size_t)vocab * sizeof(float)) != 0)
+        fail_msg("logits after a shared prefix differ from a fresh run");
+    free(row);
+    free(fresh);
+}
+
+/* ------------------------------------------------------------ snapshots */
+
+/* A snapshot of the previous format (before the KV state kinds) is refused
+** by name, and the sequence stays empty. */
+static void old_snapshot_refused_by_name(void **state)
+{
+    (void)state;
+    RadEngine *e = open_engine(model("llama"), "f16", 1, 16);
+    int seq;
+    int32_t p[20];
+    prompt(p, 20, 0, rad_engine_n_vocab(e));
+    assert_int_equal(rad_engine_seq_new(e, &seq), 0);
+    assert_int_equal(rad_engine_eval(e, seq, p, 20, NULL), 0);
+    void *blob;
+    size_t size;
+    assert_int_equal(rad_engine_seq_snapshot(e, seq, &blob, &size), 0);
+    int fresh;
+    assert_int_equal(rad_engine_seq_new(e, &fresh), RAD_E_RANGE);     /* one sequence: reuse it */
+    rad_engine_seq_free(e, seq);
+    assert_int_equal(rad_engine_seq_new(e, &fresh), 0);
+    ((char *)blob)[7] = '1';
+    assert_int_equal(rad_engine_seq_restore(e, fresh, blob, size), RAD_E_FORMAT);
+    if (!strstr(rad_error_message(), "format 1")) fail_msg("message: %s", rad_error_message());
+    assert_int_equal(rad_engine_seq_len(e, fresh), 0);
+    ((char *)blob)[7] = '2';
+    assert_int_equal(rad_engine_seq_restore(e, fresh, blob, size), 0);
+    assert_int_equal(rad_engine_seq_len(e, fresh), 20);
+    free(blob);
+    rad_engine_close(e);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *src = getenv("RADIANCE_SRC");
+    snprintf(fixtures, sizeof fixtures, "%s/tests/golden/fixtures", src ? src : ".");
+    if (access(fixtures, R_OK) != 0) {
+        fprintf(stderr, "golden fixtures not found at %s\n", fixtures);
+        return -1;
+    }
+    snprintf(workdir, sizeof workdir, "/tmp/radiance-engines-XXXXXX");
+    return mkdtemp(workdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(instances_interleave_bit_identically),
+        cmocka_unit_test(shared_prefix_gives_fresh_logits),
+        cmocka_unit_test(old_snapshot_refused_by_name),
+        cmocka_unit_test(batched_sequences_equal_solo),
+    };
+    return cmocka_run_group_tests_name("engines", tests, setup, teardown);
+}
