@@ -175,7 +175,7 @@ FUZZ_CC    ?= clang
 FUZZ_TIME  ?= 30
 FUZZ_DIR    = $(BUILD)/fuzz
 FUZZ_FLAGS  = -g -O1 -std=c11 -D_GNU_SOURCE -Ibase -Iformats $(WARN) -fsanitize=fuzzer,address,undefined
-FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c formats/gguf.c formats/tokenizer_gguf.c formats/tokenizer.c base/error.c base/encoding.c
+FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c formats/gguf.c formats/file_access.c formats/tokenizer_gguf.c formats/tokenizer.c base/error.c base/encoding.c
 FUZZ_ST_SRC   = tests/fuzz/fuzz_safetensors.c formats/safetensors.c base/error.c base/encoding.c
 $(FUZZ_DIR)/fuzz_gguf: $(FUZZ_GGUF_SRC) tests/fuzz/fuzz_common.h $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -268,7 +268,7 @@ $(OPS_TESTS): $(wildcard tests/ops/*.h)
 # flags by the cpu rule above), the CPUID probe, the quantizers that make
 # its weights and the GGUF reader for real model rows.
 KQ_TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard kernels/cpu/dot_kquants*.c kernels/cpu/act_q8k*.c) \
-    kernels/cpu/cpu_features.c formats/quantize.c formats/quantize_kquants.c formats/gguf.c)
+    kernels/cpu/cpu_features.c formats/quantize.c formats/quantize_kquants.c formats/gguf.c formats/file_access.c)
 $(BUILD)/tests/ops/test_cpu_kquants: $(KQ_TEST_OBJ) $(wildcard kernels/cpu/*.h)
 $(BUILD)/tests/ops/test_cpu_kquants: TESTLIBS = $(KQ_TEST_OBJ) -lcmocka $(LDLIBS)
 

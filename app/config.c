@@ -42,6 +42,26 @@ int rad_parse_int(const char *what, const char *text, long lo, long hi, int *out
     return RAD_OK;
 }
 
+int rad_parse_bytes(const char *what, const char *text, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    int shift = 0;
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    case 'T': case 't': shift = 40; end++; break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (end == text || *end || errno || v <= 0 || v > (INT64_MAX >> shift))
+        return rad_error_set(RAD_E_ARG, "%s: '%s' is not a size (a whole number, optionally with K, M, G or T)",
+                             what, text);
+    *out = (int64_t)v << shift;
+    return RAD_OK;
+}
+
 int rad_parse_float(const char *what, const char *text, float *out)
 {
     char *end;
@@ -132,6 +152,7 @@ int rad_settings_set(RadSettings *s, const char *key, const char *value, const c
     } else if (!strcmp(key, "ctx")) return rad_parse_int(what, value, 1, 1 << 24, &s->ctx);
     else if (!strcmp(key, "batch")) return rad_parse_int(what, value, 1, 1 << 16, &s->batch);
     else if (!strcmp(key, "threads")) return rad_parse_int(what, value, 1, 256, &s->threads);
+    else if (!strcmp(key, "mem_budget")) return rad_parse_bytes(what, value, &s->mem_budget);
     else if (!strcmp(key, "kernels")) s->kernels = value[0] ? value : NULL;
     else if (!strcmp(key, "kv_dtype")) {
         if (strcmp(value, "f16") && strcmp(value, "f32"))
@@ -165,6 +186,7 @@ int rad_settings_option(RadSettings *s, int c, const char *arg, int *rc)
         {RAD_OPT_KV_DTYPE, "kv_dtype", "--kv-dtype"},
         {'t', "threads", "--threads"},
         {RAD_OPT_COLOR, "color", "--color"},
+        {RAD_OPT_MEM_BUDGET, "mem_budget", "--mem-budget"},
     };
     for (size_t i = 0; i < sizeof by_key / sizeof by_key[0]; i++)
         if (by_key[i].c == c) {

@@ -32,6 +32,7 @@ typedef struct RadSettings {
     int ctx;                    /* context length; 0 = the engine's default */
     int batch;                  /* prefill rows per step; 0 = the engine's default */
     int threads;                /* 0 = the physical cores */
+    int64_t mem_budget;         /* bytes the model may keep in memory; 0 = the engine's default */
     const char *kernels;        /* kernel library order; NULL = the engine's default */
     const char *kv_dtype;       /* "f16", "f32"; NULL = the engine's default */
     const char *plugins;        /* plugin folder; NULL = RADIANCE_HOME / beside the binary */
@@ -73,6 +74,9 @@ int rad_use_color(int color, int fd);
 /* Parsers shared with the flag parsers, so a flag and its key accept the
 ** same values.  `what` names the flag or file:line key in the message. */
 int rad_parse_int(const char *what, const char *text, long lo, long hi, int *out);
+/* A byte count: a whole number with an optional K, M, G or T (powers of
+** 1024; "8G", "512M"). */
+int rad_parse_bytes(const char *what, const char *text, int64_t *out);
 int rad_parse_float(const char *what, const char *text, float *out);
 int rad_parse_bool(const char *what, const char *text, int *out);
 /* "on" 1, "off" 0, "default" -1. */
@@ -92,7 +96,8 @@ int rad_settings_set(RadSettings *s, const char *key, const char *value, const c
 enum {
     RAD_OPT_TEMP = 1000, RAD_OPT_TOP_K, RAD_OPT_TOP_P, RAD_OPT_MIN_P, RAD_OPT_REPEAT_PENALTY,
     RAD_OPT_REPEAT_LAST_N, RAD_OPT_SEED, RAD_OPT_CONTEXT_POLICY, RAD_OPT_REPLY_RESERVE, RAD_OPT_KV_DTYPE,
-    RAD_OPT_KERNELS, RAD_OPT_PLUGINS, RAD_OPT_COLOR, RAD_OPT_OFFLINE, RAD_OPT_THINK, RAD_OPT_NO_THINK
+    RAD_OPT_KERNELS, RAD_OPT_PLUGINS, RAD_OPT_COLOR, RAD_OPT_OFFLINE, RAD_OPT_THINK, RAD_OPT_NO_THINK,
+    RAD_OPT_MEM_BUDGET
 };
 
 #define RAD_SETTINGS_OPTIONS                                                                                 \
@@ -108,7 +113,7 @@ enum {
         {"threads", required_argument, 0, 't'}, {"plugins", required_argument, 0, RAD_OPT_PLUGINS},          \
         {"color", required_argument, 0, RAD_OPT_COLOR}, {"offline", no_argument, 0, RAD_OPT_OFFLINE},        \
         {"quiet", no_argument, 0, 'q'}, {"think", no_argument, 0, RAD_OPT_THINK},                            \
-        {"no-think", no_argument, 0, RAD_OPT_NO_THINK}
+        {"no-think", no_argument, 0, RAD_OPT_NO_THINK}, {"mem-budget", required_argument, 0, RAD_OPT_MEM_BUDGET}
 
 /* Apply option c with its argument arg (kept as a pointer, as optarg is).
 ** Returns 1, with *rc the outcome, when c is one of RAD_SETTINGS_OPTIONS;

@@ -72,6 +72,12 @@ void rad_plugins_release(const RadPluginSet *set);
 const RadArchPlugin *rad_plugins_find(const RadPluginSet *set, const char *id, const char *quant);
 /* The plugin whose rad_arch_hf_names lists hf_arch, or NULL. */
 const RadArchPlugin *rad_plugins_find_hf(const RadPluginSet *set, const char *hf_arch);
+/* A GGUF file's table names its architecture (arch.gguf) but no plugin
+** family: set arch.id and arch.hf_name from the plugin that lists that
+** architecture in rad_arch_gguf_families, and the keys its files imply.
+** RAD_E_UNSUPPORTED, naming it, when no plugin does; a table that already
+** names its family is left alone. */
+int rad_plugins_resolve_gguf(const RadPluginSet *set, RadMetaTable *t, const char *path);
 /* The order used when none is asked for: every installed library, by its
 ** `preference` (higher first; cpu,ref today).  The string lives until the
 ** next call on this thread. */
@@ -226,13 +232,53 @@ struct RadPool;
 void rad_weight_tensor(const RadWeightEntry *w, RadTensor *t);
 /* The copy of w that `row` made at load, or NULL. */
 const RadRelayoutCopy *rad_relayout_copy(const RadWeightEntry *w, const RadKernelRow *row);
-/* Make the selected rows' copies of b's weights, written on `pool`, unless
-** the copies plus what stays resident besides them (`mapped` bytes of
-** weights in the file, `other` bytes of arena, KV and scratch) would not fit
-** in 80% of the available memory; then `skipped` says why.  Adds the bytes
-** made to *made. */
-int rad_relayout_weights(RadBuilder *b, struct RadPool *pool, int64_t mapped, int64_t other, int64_t *made,
-                         char *skipped, size_t skipped_len);
+/* One copy a selected row asks for: the planner (residency.c) chooses. */
+typedef struct RadRelayoutJob {
+    const RadKernelRow *row;
+    RadWeightEntry *w;
+    RadTensor stored;
+    size_t bytes;                       /* of the copy */
+    int64_t stored_bytes;               /* of the weight as mapped */
+    int releases;                       /* on one job per weight: nothing reads it as stored after */
+    int next;                           /* the weight's previous job, or -1 */
+    int chosen;                         /* the planner's decision */
+    void *dst;
+    int rc;
+} RadRelayoutJob;
+
+typedef struct RadRelayoutList {
+    RadRelayoutJob *job;
+    int n, cap;
+} RadRelayoutList;
+
+/* Every copy the selected rows ask for, one per (weight, relayout function). */
+int  rad_relayout_list(RadBuilder *b, RadRelayoutList *list);
+void rad_relayout_list_free(RadRelayoutList *list);
+/* Make the chosen copies on `pool`, then give back the mapped pages of the
+** weights that only their copies serve now. */
+int  rad_relayout_make(RadBuilder *b, struct RadPool *pool, RadRelayoutList *list);
+
+/* ---------------------------------------------------------- residency.c */
+
+/* The memory plan, term by term (residency.c, docs/RESIDENCY.md). */
+typedef struct RadResidency {
+    int64_t budget;                     /* -1 when nothing says how much memory there is */
+    const char *budget_from;
+    int64_t system_available, cgroup_limit, floor;
+    int64_t weights_total;              /* every tensor the file holds, mapped */
+    int64_t experts;                    /* of them, routed experts (CONDITIONAL) */
+    int64_t weights_released;           /* mapped bytes given back once their copies exist */
+    int64_t copies, copies_skipped;
+    int n_copies, n_skipped;
+    int64_t kv, arena, scratch;
+    int64_t resident;                   /* what the plan keeps in memory */
+    char why[320];                      /* why copies were left out, when they were */
+} RadResidency;
+
+struct RadEngine;
+/* Place the weights under the budget and make the copies chosen. */
+int  rad_residency_plan(struct RadEngine *e);
+void rad_residency_print(const struct RadEngine *e, FILE *f);
 
 
 /* ---------------------------------------------------------------- kv.c */
@@ -371,8 +417,7 @@ struct RadEngine {
     void *scratch;              /* the largest scratch any selected row asks for */
     char model_id[65];          /* sha256 hex of what makes this model this model */
     size_t scratch_bytes;
-    int64_t relayout_bytes;             /* kernels' private weight layouts */
-    char relayout_skipped[160];         /* why there are none, when they were skipped */
+    RadResidency residency;             /* where the bytes live (residency.c) */
 };
 
 struct RadCtx {

@@ -134,16 +134,17 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     e->opt = *opt;
     int rc = rad_container_open_any(opt->model_path, &e->container);
     if (rc) return fail_open(e, rc);
+    char *dir = rad_plugin_dir_resolve(opt->plugin_dir);
+    rc = rad_plugins_acquire(dir, &e->plugins);
+    free(dir);
+    if (rc) return fail_open(e, rc);
+    rc = rad_plugins_resolve_gguf(e->plugins, &e->container->meta, opt->model_path);
+    if (rc) return fail_open(e, rc);
     rc = rad_meta_from_table(&e->container->meta, &e->meta, opt->model_path);
     if (rc) return fail_open(e, rc);
     rc = rad_text_from_container(e->container, &e->text);
     if (rc == RAD_E_NOTFOUND) rad_error_clear();     /* a model may carry no tokenizer */
     else if (rc) return fail_open(e, rc);
-
-    char *dir = rad_plugin_dir_resolve(opt->plugin_dir);
-    rc = rad_plugins_acquire(dir, &e->plugins);
-    free(dir);
-    if (rc) return fail_open(e, rc);
     rc = rad_plugins_kernel_order(e->plugins, opt->kernels ? opt->kernels : rad_plugins_default_order(e->plugins),
                                   e->libs, MAX_LIBS, &e->n_libs);
     if (rc) return fail_open(e, rc);
@@ -199,13 +200,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     const RadKvOptions kv_opt = {.max_seqs = ctx->max_seqs, .max_ctx = ctx->max_ctx, .max_tok = ctx->max_tok,
                                  .max_spec = ctx->max_spec, .kv_enc = ctx->kv_enc, .positions = opt->kv_size};
     rc = rad_kv_pool_init(&e->kv, &e->b, &kv_opt);
-    if (!rc) {
-        /* after the KV cache: the copies' memory policy counts it */
-        int64_t mapped = 0;
-        for (int i = 0; i < e->container->n_tensors; i++) mapped += (int64_t)e->container->tensors[i].size;
-        rc = rad_relayout_weights(&e->b, e->pool, mapped, e->arena_bytes + e->kv.bytes + (int64_t)e->scratch_bytes,
-                                  &e->relayout_bytes, e->relayout_skipped, sizeof e->relayout_skipped);
-    }
+    if (!rc) rc = rad_residency_plan(e);     /* after the KV cache: the budget counts it */
     if (rc) return fail_open(e, rc);
 
     int t = ctx->max_tok, s = ctx->max_seqs;
@@ -267,24 +262,15 @@ void rad_engine_print_graph(const RadEngine *e, FILE *f) { rad_builder_print_gra
 
 void rad_engine_print_plan(const RadEngine *e, FILE *f)
 {
-    int64_t weights = 0;
-    for (int i = 0; i < e->container->n_tensors; i++) weights += (int64_t)e->container->tensors[i].size;
     int64_t sum_buffers = 0;
     for (int i = 0; i < e->b.n_buffers; i++) sum_buffers += e->b.buffers[i].bytes;
     fprintf(f, "memory plan for %s (%s/%s, plugin %s):\n", e->opt.model_path, e->meta.arch_id,
             e->meta.quant, e->plugin->info->name);
-    fprintf(f, "  weights (mapped read-only)  %12lld bytes\n", (long long)weights);
-    fprintf(f, "  activation arena            %12lld bytes (%d buffers, %lld if none shared)\n",
-            (long long)e->arena_bytes, e->b.n_buffers, (long long)sum_buffers);
-    fprintf(f, "  KV cache                    %12lld bytes (%d groups, %d layers, blocks of %d, %s, %d x %d positions)\n",
-            (long long)e->kv.bytes, e->kv.n_groups, e->kv.n_layers,
-            e->kv.n_groups ? e->kv.groups[0].block_size : 0, rad_encoding_info(e->ctx.kv_enc)->name,
-            e->ctx.max_seqs, e->ctx.max_ctx);
-    fprintf(f, "  kernel scratch              %12lld bytes\n", (long long)e->scratch_bytes);
-    fprintf(f, "  relayouted weights          %12lld bytes (%s)\n", (long long)e->relayout_bytes,
-            e->relayout_skipped[0] ? e->relayout_skipped : "kernels' own layouts, copied at load");
-    fprintf(f, "  total                       %12lld bytes\n",
-            (long long)(weights + e->arena_bytes + e->kv.bytes + (int64_t)e->scratch_bytes + e->relayout_bytes));
+    rad_residency_print(e, f);
+    fprintf(f, "  arena: %d buffers, %lld bytes if none shared\n", e->b.n_buffers, (long long)sum_buffers);
+    fprintf(f, "  KV: %d groups, %d layers, blocks of %d, %s, %lld blocks shared by %d sequences of %d positions\n",
+            e->kv.n_groups, e->kv.n_layers, e->kv.block_size, rad_encoding_info(e->ctx.kv_enc)->name,
+            e->kv.n_groups ? (long long)e->kv.groups[0].n_blocks : 0LL, e->ctx.max_seqs, e->ctx.max_ctx);
     for (int i = 0; i < e->b.n_buffers; i++) {
         const RadBufferEntry *b = &e->b.buffers[i];
         fprintf(f, "    %-16s %10lld bytes at %10lld, ops %d..%d%s\n", b->name, (long long)b->bytes,

@@ -360,6 +360,39 @@ const RadArchPlugin *rad_plugins_find_hf(const RadPluginSet *set, const char *hf
 
 static int preference(const RadKernelLibrary *lib) { return lib->preference > 0 ? lib->preference : 10; }
 
+int rad_plugins_resolve_gguf(const RadPluginSet *set, RadMetaTable *t, const char *path)
+{
+    const RadMetaKV *gguf = rad_meta_table_find(t, "arch.gguf");
+    if (!gguf || gguf->type != RAD_META_STRING || rad_meta_table_find(t, "arch.id")) return RAD_OK;
+    for (int i = 0; i < set->n_arch; i++) {
+        const RadArchPlugin *p = &set->arch[i];
+        if (!p->gguf_families) continue;
+        for (const RadGgufFamily *f = p->gguf_families(); f && f->struct_size > 0 && f->gguf_arch; f++) {
+            if (strcmp(f->gguf_arch, gguf->s) != 0) continue;
+            int rc = rad_meta_table_set_string(t, "arch.id", p->info->arch_id);
+            if (!rc) rc = rad_meta_table_set_string(t, "arch.hf_name", f->hf_arch ? f->hf_arch : "");
+            /* what the family's files imply, unless the file says it itself */
+            for (int k = 0; !rc && k < f->n_implied; k++)
+                if (!rad_meta_table_find(t, f->implied[k].key)) rc = rad_meta_table_append(t, &f->implied[k]);
+            return rc ? rad_error_set(rc, "%s: out of memory reading the metadata", path) : RAD_OK;
+        }
+    }
+    return rad_error_set(RAD_E_UNSUPPORTED, "%s: no installed plugin serves GGUF architecture '%s' (installed in %s/arch)",
+                         path, gguf->s, set->dir);
+}
+
+int rad_container_resolve_family(RadContainer *c, const char *plugin_dir)
+{
+    char *dir = rad_plugin_dir_resolve(plugin_dir);
+    const RadPluginSet *set;
+    int rc = rad_plugins_acquire(dir, &set);
+    free(dir);
+    if (rc) return rc;
+    rc = rad_plugins_resolve_gguf(set, &c->meta, c->path);
+    rad_plugins_release(set);
+    return rc;
+}
+
 const char *rad_plugins_default_order(const RadPluginSet *set)
 {
     /* Every library installed, most preferred first (a tie goes by name,

@@ -17,6 +17,7 @@
 
 #include "engine_internal.h"
 #include "pool.h"
+#include "../formats/file_access.h"
 
 /* The stored bytes of weight w as an operand. */
 void rad_weight_tensor(const RadWeightEntry *w, RadTensor *t)
@@ -51,109 +52,96 @@ static void *alloc_copy(size_t bytes)
     return data;
 }
 
-/* One copy to write: the pool writes them in parallel (a 7B model's 3 GB
-** took a second on one thread). */
-typedef struct RelayoutJob {
-    const RadKernelRow *row;
-    RadWeightEntry *w;
-    RadTensor stored;
-    size_t bytes;
-    void *dst;
-    int rc;
-} RelayoutJob;
-
-typedef struct RelayoutJobs {
-    RelayoutJob *job;
-    int n, cap;
-} RelayoutJobs;
-
 static void relayout_task(void *ctx, int i)
 {
-    RelayoutJob *j = &((RelayoutJobs *)ctx)->job[i];
-    j->rc = j->row->relayout(&j->stored, j->dst);
+    RadRelayoutJob *j = &((RadRelayoutList *)ctx)->job[i];
+    if (j->chosen) j->rc = j->row->relayout(&j->stored, j->dst);
 }
 
-/* Bytes of memory the system can still give (MemAvailable: free memory
-** plus what it can reclaim), or -1 when unknown.  RADIANCE_MEM_AVAILABLE
-** (bytes) stands in for it, so the policy below can be tried on any machine. */
-static int64_t memory_available(void)
+/* Whether every band of every op reading w runs a row that wants its own
+** layout of w: then, once the copies exist, no step reads w as stored. */
+static int only_copies_read(const RadBuilder *b, rad_weight id)
 {
-    const char *forced = getenv("RADIANCE_MEM_AVAILABLE");
-    if (forced && *forced) {
-        char *end;
-        long long v = strtoll(forced, &end, 10);
-        if (*end == 0 && v >= 0) return v;  /* anything else is not a byte count: the system's figure */
+    const RadWeightEntry *w = &b->weights[id];
+    for (int i = 0; i < b->n_ops; i++) {
+        const RadOpEntry *op = &b->ops[i];
+        int reads = 0;
+        for (int n = 0; n < op->n_weights; n++) reads |= op->weights[n] == id;
+        if (!reads) continue;
+        for (int k = 0; k < op->n_bands; k++) {
+            const RadKernelRow *row = op->bands[k].row;
+            if (!row || !row->relayout_bytes || !row->relayout) return 0;
+            RadTensor t;
+            rad_weight_tensor(w, &t);
+            if (!row->relayout_bytes(&t)) return 0;
+        }
     }
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256];
-    long long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
-    fclose(f);
-    return kb >= 0 ? (int64_t)kb * 1024 : -1;
+    /* Bytes another weight also names (a tied head is a view of the
+    ** embedding, which embed_lookup reads as stored) are not this weight's
+    ** to give back. */
+    if (w->source) return 0;
+    for (int i = 0; i < b->n_weights; i++)
+        if (b->weights[i].source && strcmp(b->weights[i].source, w->name) == 0) return 0;
+    return 1;
 }
 
-/* Give every selected row that relayouts weights its copies (rad_kernel.h):
-** one per (weight, relayout function), however many bands or ops share it.
-**
-** First the copies are listed and sized.  They are made only when what the
-** model then keeps resident (the copies, the weights still read where they
-** are mapped, the arena, the KV cache, the scratch) fits in 80% of the
-** memory available: on a machine too small for that, a copy would push the
-** mapped weights out of the page cache or the process into swap, so the
-** weights are read as stored instead (slower kernels, no copy), and the
-** plan says so.  Then the copies are allocated and the pool writes them in
-** parallel. */
-int rad_relayout_weights(RadBuilder *b, RadPool *pool, int64_t mapped, int64_t other, int64_t *made,
-                         char *skipped, size_t skipped_len)
+int rad_relayout_list(RadBuilder *b, RadRelayoutList *list)
 {
-    RelayoutJobs jobs = {0};
+    memset(list, 0, sizeof *list);
+    /* jobs already listed for a weight: first[w] starts its chain in `next` */
+    int *first = malloc((size_t)(b->n_weights ? b->n_weights : 1) * sizeof *first);
+    if (!first) return RAD_E_NOMEM;
+    for (int i = 0; i < b->n_weights; i++) first[i] = -1;
     int rc = RAD_OK;
-    int64_t copies = 0, replaced = 0;
     for (int i = 0; i < b->n_ops && !rc; i++) {
         const RadOpEntry *op = &b->ops[i];
         for (int k = 0; k < op->n_bands && !rc; k++) {
             const RadKernelRow *row = op->bands[k].row;
             if (!row || !row->relayout_bytes || !row->relayout) continue;
             for (int n = 0; n < op->n_weights; n++) {
-                if (op->weights[n] < 0 || op->weights[n] >= b->n_weights) continue;
-                RadWeightEntry *w = &b->weights[op->weights[n]];
-                int listed = 0, weight_listed = 0;
-                for (int j = 0; j < jobs.n; j++) {
-                    weight_listed |= jobs.job[j].w == w;
-                    listed |= jobs.job[j].w == w && jobs.job[j].row->relayout == row->relayout;
-                }
-                if (!w->present || listed) continue;
+                rad_weight id = op->weights[n];
+                if (id < 0 || id >= b->n_weights || !b->weights[id].present) continue;
+                int listed = 0;
+                for (int j = first[id]; j >= 0 && !listed; j = list->job[j].next)
+                    listed = list->job[j].row->relayout == row->relayout;
+                if (listed) continue;
+                RadWeightEntry *w = &b->weights[id];
                 RadTensor t;
                 rad_weight_tensor(w, &t);
                 size_t bytes = row->relayout_bytes(&t);
                 if (!bytes) continue;
-                if (jobs.n == jobs.cap) {
-                    int cap = jobs.cap ? 2 * jobs.cap : 64;
-                    RelayoutJob *more = realloc(jobs.job, (size_t)cap * sizeof *more);
+                if (list->n == list->cap) {
+                    int cap = list->cap ? 2 * list->cap : 64;
+                    RadRelayoutJob *more = realloc(list->job, (size_t)cap * sizeof *more);
                     if (!more) { rc = RAD_E_NOMEM; break; }
-                    jobs.job = more;
-                    jobs.cap = cap;
+                    list->job = more;
+                    list->cap = cap;
                 }
-                jobs.job[jobs.n++] = (RelayoutJob){.row = row, .w = w, .stored = t, .bytes = bytes};
-                copies += (int64_t)bytes;
-                if (!weight_listed) replaced += t.row_bytes * (t.rank == 2 ? t.shape[0] : 1);
+                int64_t stored = t.row_bytes * (t.rank == 2 ? t.shape[0] : 1);
+                list->job[list->n] = (RadRelayoutJob){.row = row, .w = w, .stored = t, .bytes = bytes,
+                                                      .stored_bytes = stored, .next = first[id],
+                                                      .releases = first[id] < 0 && only_copies_read(b, id)};
+                first[id] = list->n++;
             }
         }
     }
-    if (!rc && jobs.n) {
-        int64_t need = copies + (mapped - replaced) + other;
-        int64_t available = memory_available();
-        if (available >= 0 && need > available / 10 * 8) {
-            snprintf(skipped, skipped_len,
-                     "skipped: %.2f GB of copies would make %.2f GB resident, over 80%% of the %.2f GB available",
-                     copies / 1e9, need / 1e9, available / 1e9);
-            jobs.n = 0;
-        }
-    }
-    for (int i = 0; i < jobs.n && !rc; i++) {
-        RelayoutJob *j = &jobs.job[i];
+    free(first);
+    return rc;
+}
+
+void rad_relayout_list_free(RadRelayoutList *list)
+{
+    free(list->job);
+    memset(list, 0, sizeof *list);
+}
+
+int rad_relayout_make(RadBuilder *b, RadPool *pool, RadRelayoutList *list)
+{
+    (void)b;
+    int rc = RAD_OK;
+    for (int i = 0; i < list->n && !rc; i++) {
+        RadRelayoutJob *j = &list->job[i];
+        if (!j->chosen) continue;
         RadRelayoutCopy *grown = realloc(j->w->copies, (size_t)(j->w->n_copies + 1) * sizeof *grown);
         if (!grown) { rc = RAD_E_NOMEM; break; }
         j->w->copies = grown;
@@ -166,14 +154,22 @@ int rad_relayout_weights(RadBuilder *b, RadPool *pool, int64_t mapped, int64_t o
         /* listed before it is written: a failed job leaves it to the weight's free */
         j->w->copies[j->w->n_copies++] =
             (RadRelayoutCopy){.relayout = j->row->relayout, .data = j->dst, .bytes = j->bytes};
-        *made += (int64_t)j->bytes;
     }
-    if (!rc && jobs.n) rad_pool_parallel_for(pool, jobs.n, relayout_task, &jobs);
-    for (int i = 0; i < jobs.n && !rc; i++)
-        if (jobs.job[i].rc)
-            rc = rad_error_set(jobs.job[i].rc, "kernel %s could not relayout weight '%s' (%s)", jobs.job[i].row->name,
-                               jobs.job[i].w->name, rad_strerror(jobs.job[i].rc));
-    free(jobs.job);
+    if (!rc && list->n) rad_pool_parallel_for(pool, list->n, relayout_task, list);
+    for (int i = 0; i < list->n && !rc; i++)
+        if (list->job[i].chosen && list->job[i].rc)
+            rc = rad_error_set(list->job[i].rc, "kernel %s could not relayout weight '%s' (%s)", list->job[i].row->name,
+                               list->job[i].w->name, rad_strerror(list->job[i].rc));
+    /* A weight whose every layout was made and that nothing reads as stored
+    ** gives its mapped pages back: its copy replaces it. */
+    for (int i = 0; i < list->n && !rc; i++) {
+        const RadRelayoutJob *j = &list->job[i];
+        if (!j->releases) continue;
+        int all = 1;
+        for (int k = i; k >= 0 && all; k = list->job[k].next) all = list->job[k].chosen;
+        for (int k = 0; k < list->n && all; k++)
+            if (list->job[k].w == j->w) all = list->job[k].chosen;
+        if (all) rad_file_drop(j->w->data, (uint64_t)j->stored_bytes);
+    }
     return rc;
 }
-

@@ -16,7 +16,7 @@
 **   5. softmax
 **   6. top-p               keep the smallest sorted prefix with mass >= top_p
 **   7. min-p               drop p < min_p * p_max
-**   8. pick                renormalise, draw u = rad_rng_uniform(seed, position)
+**   8. pick                renormalise, draw u = rad_rng_uniform(stream seed, position)
 **
 ** The code takes three shortcuts that change the cost but not the answer,
 ** each argued where it is taken: temperature is folded into the softmax's
@@ -28,11 +28,13 @@
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------ parameters */
 
 void rad_sampler_defaults(RadSamplerParams *p)
 {
+    memset(p, 0, sizeof *p);    /* fields added later default to zero, "off" */
     p->temperature = 0.8f;
     p->top_k = 40;
     p->top_p = 0.95f;
@@ -86,6 +88,11 @@ static uint64_t splitmix_mix(uint64_t z)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+uint64_t rad_rng_stream_seed(uint64_t seed, uint64_t stream)
+{
+    return stream == 0 ? seed : splitmix_mix(seed ^ splitmix_mix(stream * RAD_SPLITMIX_INCREMENT));
 }
 
 double rad_rng_uniform(uint64_t seed, uint64_t counter)
@@ -353,7 +360,7 @@ int rad_sampler_pick(RadSampler *s, const float *logits, const int32_t *history,
     ** parameters; the last candidate takes whatever rounding leaves over. */
     double total = 0;
     for (int i = 0; i < n; i++) total += s->cand[i].w;
-    double target = rad_rng_uniform(p->seed, (uint64_t)position) * total;
+    double target = rad_rng_uniform(rad_rng_stream_seed(p->seed, p->stream), (uint64_t)position) * total;
     double run = 0;
     for (int i = 0; i < n - 1; i++) {
         run += s->cand[i].w;

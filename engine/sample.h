@@ -3,7 +3,8 @@
 **
 ** The chain is fixed and documented (docs/SAMPLING.md): repeat penalty,
 ** greedy when the temperature is 0, temperature, top-k, softmax, top-p,
-** min-p, then a pick driven by a counter-based RNG keyed on (seed, position).
+** min-p, then a pick driven by a counter-based RNG keyed on (seed, stream,
+** position).
 ** Keying the draw on the position rather than on a running stream is what
 ** makes a sequence's tokens independent of how steps were batched.
 **
@@ -30,6 +31,10 @@ typedef struct RadSamplerParams {
     float repeat_penalty;   /* 1 = off */
     int   repeat_last_n;    /* how many recent tokens the penalty looks at; 0 = off */
     uint64_t seed;
+    uint64_t stream;        /* which sequence draws: 0 = the seed's own stream; two sequences
+                            ** sampling with one seed give each a stream, so they do not
+                            ** draw the same numbers (the draw is keyed on seed, stream,
+                            ** position) */
 } RadSamplerParams;
 
 /* Fill `p` with the defaults: temperature 0.8, top_k 40, top_p 0.95,
@@ -60,6 +65,11 @@ int rad_sampler_pick(RadSampler *s, const float *logits, const int32_t *history,
 
 /* Release a sampler and its scratch.  NULL is a no-op. */
 void rad_sampler_free(RadSampler *s);
+
+/* The seed a sampler's stream draws from: `seed` itself for stream 0 (so a
+** single sequence draws what it always drew), else a seed derived from
+** both, as far from `seed` as splitmix64 makes it. */
+uint64_t rad_rng_stream_seed(uint64_t seed, uint64_t stream);
 
 /* The counter-based RNG: a uniform double in [0,1) from (seed, counter)
 ** alone, no state, so a result does not depend on batching or on how many

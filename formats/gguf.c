@@ -35,6 +35,7 @@
 ** must agree on split.count and number themselves 0..N-1 with split.no.
 */
 #include "gguf.h"
+#include "file_access.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -542,10 +543,8 @@ static int map_part(Part *p)
         close(fd);
         return rad_error_set(RAD_E_UNSUPPORTED, "%s: too large to map on this machine", p->path);
     }
-    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int err = errno;
-    close(fd);
-    if (map == MAP_FAILED) return rad_error_set(RAD_E_IO, "%s: cannot map: %s", p->path, strerror(err));
+    const uint8_t *map = rad_file_map_fd(fd, size, p->path);     /* takes fd over */
+    if (!map) return rad_error_set(RAD_E_IO, "%s: cannot map: %s", p->path, strerror(errno));
     p->map = map;
     p->size = size;
     return 0;
@@ -982,7 +981,7 @@ void rad_gguf_close(RadGguf *g)
     if (!g) return;
     for (int i = 0; i < g->n_parts; i++) {
         Part *p = &g->parts[i];
-        if (p->map) munmap((void *)p->map, (size_t)p->size);
+        if (p->map) rad_file_unmap(p->map, p->size);
         index_free(&p->kv_index);
         free(p->path);
     }

@@ -5,17 +5,21 @@
 ** named blobs).  A GGUF holds the same things under other names, so instead
 ** of a second loading path this file translates once, at open:
 **
-**   - metadata: `<arch>.block_count` and friends become the canonical keys
-**     (model.n_layers, model.head_dim, ...); the architecture picks our
-**     plugin id and the Hugging Face class it corresponds to; arch.quant is
-**     "gguf", served by plugins that take each weight's encoding as stored;
+**   - metadata: `<arch>.block_count` and friends, GGUF's own keys for every
+**     architecture, become the canonical keys (model.n_layers,
+**     model.head_dim, ...); `arch.gguf` names the architecture and
+**     arch.quant is "gguf", served by plugins that take each weight's
+**     encoding as stored; every scalar key is also kept as "gguf.<key>";
 **   - tensors: names are already ours (we use GGUF's), dimensions are
 **     reversed into outermost-first order, encodings are ggml ids, and the
 **     data pointers point into the GGUF's own read-only map: no copy;
 **   - the tokenizer (tokenizer.ggml.*) becomes the "tokenizer.bin" blob.
 **
-** Facts about each architecture's GGUF conventions (RoPE pairing, tied
-** output) live here, in one table, and are documented in docs/GGUF.md.
+** Nothing here knows a model family: which plugin serves an architecture,
+** the Hugging Face class its files mirror and the conventions llama.cpp's
+** converter follows for it (RoPE pairing, Gemma's norms) are the plugins'
+** (rad_arch_gguf_families, RadGgufFamily), applied by the engine when it
+** opens the file (engine/plugin.c, rad_plugins_resolve_gguf).
 */
 #include "gguf_container.h"
 
@@ -26,22 +30,6 @@
 #include "gguf.h"
 #include "tokenizer.h"
 #include "tokenizer_gguf.h"
-
-/* What a GGUF architecture name means for us. */
-typedef struct ArchFacts {
-    const char *gguf;           /* general.architecture */
-    const char *arch_id;        /* our plugin family */
-    const char *hf_arch;        /* the Hugging Face class it mirrors */
-    int rope_mode;              /* 1 = adjacent pairs (llama.cpp's converter permuted q/k) */
-} ArchFacts;
-
-static const ArchFacts arch_table[] = {
-    {"llama", "llama", "LlamaForCausalLM", 1},
-    {"mistral", "llama", "MistralForCausalLM", 1},
-    {"qwen2", "llama", "Qwen2ForCausalLM", 0},
-    {"qwen3", "llama", "Qwen3ForCausalLM", 0},
-    {"gemma3", "gemma3", "Gemma3ForCausalLM", 0},
-};
 
 static void release(RadContainer *c)
 {
@@ -85,8 +73,7 @@ static int copy_scalars(const RadGguf *g, RadMetaTable *t)
 }
 
 /* The canonical model keys from `<arch>.*`. */
-static int translate_meta(const RadGguf *g, const char *path, const char *arch, const ArchFacts *facts,
-                          RadMetaTable *t, int tied)
+static int translate_meta(const RadGguf *g, const char *path, const char *arch, RadMetaTable *t, int tied)
 {
     char key[160];
 #define ARCH_KEY(k) (snprintf(key, sizeof key, "%s.%s", arch, k), key)
@@ -119,9 +106,8 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
     if (embd_t && embd_t->n_dims == 2) vocab = embd_t->ne[1];      /* the model's rows rule */
     rad_gguf_get_int(g, ARCH_KEY("vocab_size"), vocab, &vocab);
 
-    rc = rad_meta_table_set_string(t, "arch.id", facts ? facts->arch_id : arch);
+    rc = rad_meta_table_set_string(t, "arch.gguf", arch);
     if (!rc) rc = rad_meta_table_set_string(t, "arch.quant", "gguf");
-    if (!rc) rc = rad_meta_table_set_string(t, "arch.hf_name", facts ? facts->hf_arch : "");
     const char *name = NULL;
     rad_gguf_get_string(g, "general.name", NULL, &name);
     if (!rc) rc = rad_meta_table_set_string(t, "model.name", name ? name : path);
@@ -129,7 +115,7 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
         {"model.n_layers", layers}, {"model.n_embd", embd}, {"model.n_head", heads},
         {"model.n_head_kv", kv_heads}, {"model.head_dim", head_dim}, {"model.n_ff", ff},
         {"model.n_vocab", vocab}, {"model.n_ctx_train", ctx}, {"model.n_rot", rot},
-        {"model.rope_mode", facts ? facts->rope_mode : 0}, {"tie_word_embeddings", tied},
+        {"tie_word_embeddings", tied},
     };
     for (size_t i = 0; !rc && i < sizeof ints / sizeof *ints; i++) rc = rad_meta_table_set_int(t, ints[i].k, ints[i].v);
     if (!rc) rc = rad_meta_table_set_float(t, "model.rms_eps", eps);
@@ -154,24 +140,6 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
     rad_gguf_get_int(g, "tokenizer.ggml.eos_token_id", -1, &eos);
     if (!rc && eos >= 0) rc = rad_meta_table_set_int(t, "eos_token_id", eos);
 
-    if (!rc && facts && strcmp(facts->arch_id, "gemma3") == 0) {
-        /* llama.cpp's gemma3 conventions: local layers use θ 10000 unless
-        ** the file says otherwise, one global layer in six, attention
-        ** scaled by 1/sqrt(head_dim), norm weights stored as (1 + w). */
-        double local_theta;
-        rad_gguf_get_float(g, ARCH_KEY("rope.freq_base_swa"), 10000.0, &local_theta);
-        rc = rad_meta_table_set_float(t, "rope_local_base_freq", local_theta);
-        /* llama.cpp's converter already added Gemma's +1 to every norm weight. */
-        if (!rc) rc = rad_meta_table_set_float(t, "model.norm_offset", 0.0);
-        if (!rc && window <= 0) rc = rad_meta_table_set_int(t, "sliding_window", 0);
-        if (!rc) rc = rad_meta_table_set_int(t, "sliding_window_pattern", 6);
-        if (!rc) rc = rad_meta_table_set_int(t, "query_pre_attn_scalar", head_dim);
-        double cap = 0;
-        rad_gguf_get_float(g, ARCH_KEY("final_logit_softcapping"), 0.0, &cap);
-        if (!rc && cap > 0) rc = rad_meta_table_set_float(t, "final_logit_softcapping", cap);
-        rad_gguf_get_float(g, ARCH_KEY("attn_logit_softcapping"), 0.0, &cap);
-        if (!rc && cap > 0) rc = rad_meta_table_set_float(t, "attn_logit_softcapping", cap);
-    }
 #undef ARCH_KEY
     if (rc && !rad_error_message()[0]) rad_error_set(rc, "%s: out of memory reading the metadata", path);
     return rc;
@@ -221,9 +189,6 @@ int rad_container_open_gguf(const char *path, RadContainer **out)
     const char *arch = NULL;
     rc = rad_gguf_get_string(g, "general.architecture", NULL, &arch);
     if (!rc && !arch) rc = rad_error_set(RAD_E_FORMAT, "%s: general.architecture is missing", path);
-    const ArchFacts *facts = NULL;
-    for (size_t i = 0; !rc && i < sizeof arch_table / sizeof *arch_table; i++)
-        if (strcmp(arch_table[i].gguf, arch) == 0) facts = &arch_table[i];
 
     int n = rad_gguf_n_tensors(g);
     c->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *c->tensors);
@@ -245,7 +210,7 @@ int rad_container_open_gguf(const char *path, RadContainer **out)
     }
     if (!rc) qsort(c->tensors, (size_t)c->n_tensors, sizeof *c->tensors, cmp_tensor);
     if (!rc) rc = copy_scalars(g, &c->meta);
-    if (!rc) rc = translate_meta(g, path, arch, facts, &c->meta, rad_gguf_find_tensor(g, "output.weight") == NULL);
+    if (!rc) rc = translate_meta(g, path, arch, &c->meta, rad_gguf_find_tensor(g, "output.weight") == NULL);
     if (!rc) rc = add_tokenizer_blob(g, c);
     if (rc) {
         rad_container_close(c);

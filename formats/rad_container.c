@@ -10,6 +10,7 @@
 ** truncated by a full disk, damaged in a copy, or crafted.
 */
 #include "rad_container.h"
+#include "file_access.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -909,7 +910,7 @@ void rad_container_close(RadContainer *c)
     for (int i = 0; i < c->n_blobs; i++) free((char *)c->blobs[i].name);
     free(c->blobs);
     rad_meta_table_free(&c->meta);
-    if (c->map) munmap((void *)c->map, (size_t)c->file_size);
+    if (c->map) rad_file_unmap(c->map, c->file_size);
     free((char *)c->path);
     free(c);
 }
@@ -960,10 +961,9 @@ int rad_container_open(const char *path, RadContainer **out)
     }
     c->path = p;
     rad_meta_table_init(&c->meta);
-    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int err = errno;
-    close(fd);
-    if (map == MAP_FAILED) {
+    const uint8_t *map = rad_file_map_fd(fd, size, path);     /* takes fd over */
+    if (!map) {
+        int err = errno;
         rad_container_close(c);
         return file_error(RAD_E_IO, path, "cannot map: %s", strerror(err));
     }

@@ -91,7 +91,7 @@ int rad_chat_open_model(RadChat *c)
     if (rc) return rc;
     RadEngineOptions opt = {
         .model_path = path, .plugin_dir = s->plugins, .kernels = s->kernels, .n_threads = s->threads,
-        .max_ctx = s->ctx, .max_tok = s->batch, .kv_type = s->kv_dtype,
+        .max_ctx = s->ctx, .max_tok = s->batch, .kv_type = s->kv_dtype, .mem_budget = s->mem_budget,
     };
     RadEngine *e = NULL;
     RadConv *conv = NULL;

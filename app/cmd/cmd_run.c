@@ -570,7 +570,7 @@ int rad_cmd_run(int argc, char **argv)
     if ((rc = rad_model_resolve(model_spec, &resolve, &model_path))) goto done;
     RadEngineOptions opt = {
         .model_path = model_path, .plugin_dir = s.plugins, .kernels = s.kernels, .n_threads = s.threads,
-        .max_ctx = s.ctx, .max_tok = s.batch, .kv_type = s.kv_dtype, .logits_all = dump != NULL,
+        .max_ctx = s.ctx, .max_tok = s.batch, .kv_type = s.kv_dtype, .mem_budget = s.mem_budget, .logits_all = dump != NULL,
         .debug_graph = debug_graph ? stderr : NULL, .debug_plan = debug_plan ? stderr : NULL,
     };
     if ((rc = rad_engine_open(&opt, &e))) goto done;

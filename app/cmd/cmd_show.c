@@ -212,6 +212,7 @@ int rad_cmd_show(int argc, char **argv)
             printf("%-14s%s\n", "file", path);
         }
         rc = rad_container_open_any(path, &cont);
+        if (!rc) rc = rad_container_resolve_family(cont, NULL);    /* a GGUF's plugin family */
         if (!rc) show_container(cont);
     }
     rad_container_close(cont);

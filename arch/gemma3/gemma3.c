@@ -67,6 +67,21 @@ static const char *const hf_names[] = {"Gemma3ForCausalLM", "Gemma3ForConditiona
 
 const char *const *rad_arch_hf_names(void) { return hf_names; }
 
+/* GGUF files of Gemma 3: llama.cpp's converter adds Gemma's 1 to every norm
+** weight (Gemma3RMSNorm multiplies by 1 + w), so they are read with offset
+** 0.  The conventions that depend on the file's own keys are in
+** gguf_conventions below. */
+static const RadMetaKV gguf_implied[] = {
+    {.key = "model.norm_offset", .type = RAD_META_FLOAT, .i = 0, .f = 0.0},
+};
+
+static const RadGgufFamily gguf_families[] = {
+    {RAD_SIZED(RadGgufFamily), "gemma3", "Gemma3ForCausalLM", 1, gguf_implied},
+    {0},
+};
+
+const RadGgufFamily *rad_arch_gguf_families(void) { return gguf_families; }
+
 /* Gemma3ForConditionalGeneration keeps the language model under
 ** model.language_model. (transformers >= 4.52) or language_model.model. (the
 ** first exports, still on the Hub); the text-only names come first. */
@@ -134,7 +149,10 @@ static int rope_for(RadBuilder *b, const RadModelMeta *meta, int sliding, RadRop
     r->mode = (int)rad_meta_geti(meta, "model.rope_mode", 0);
     r->factor = 1.0;
 
-    const double legacy_theta = sliding ? cfg_f(meta, "rope_local_base_freq", 10000.0) : meta->rope_theta;
+    const double local_theta = rad_meta_has(meta, "arch.gguf")
+                             ? rad_meta_getf(meta, "gguf.gemma3.rope.freq_base_swa", 10000.0)
+                             : cfg_f(meta, "rope_local_base_freq", 10000.0);
+    const double legacy_theta = sliding ? local_theta : meta->rope_theta;
     const char *type = "default";
     double factor = 1.0;
     char theta_key[96];
@@ -219,15 +237,22 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
     if (cfg_i(meta, "use_bidirectional_attention", 0))
         failed = rad_decl_fail(b, "gemma3: use_bidirectional_attention (EmbeddingGemma) is not served: attention is causal");
     const int tied = (int)cfg_i(meta, "tie_word_embeddings", 1);
-    const double scale = pow(cfg_f(meta, "query_pre_attn_scalar", 256.0), -0.5);
-    const double final_softcap = cfg_f(meta, "final_logit_softcapping", 0.0);
+    /* A GGUF file says less than a config: llama.cpp scales scores by
+    ** 1/sqrt(head_dim), except for the 27B geometry (62 layers), which
+    ** gemma_pytorch scales by 1/sqrt(n_embd / n_head); it has a window only
+    ** when the file names one. */
+    const int gguf = rad_meta_has(meta, "arch.gguf");
+    const double pre_attn = gguf ? (L == 62 ? (double)E / H : (double)D) : cfg_f(meta, "query_pre_attn_scalar", 256.0);
+    const double scale = pow(pre_attn, -0.5);
+    const double final_softcap = gguf ? rad_meta_getf(meta, "gguf.gemma3.final_logit_softcapping", 0.0)
+                                      : cfg_f(meta, "final_logit_softcapping", 0.0);
     /* transformers' Gemma3Attention keeps attn_logit_softcapping but never
     ** passes it to the attention (Gemma 3 replaced Gemma 2's soft-cap with
     ** q/k norms), and llama.cpp's converter requires it to be null. */
     if (cfg_f(meta, "attn_logit_softcapping", 0.0) > 0)
         rad_note(b, "attn_logit_softcapping %g is ignored, as transformers' Gemma 3 ignores it",
                  cfg_f(meta, "attn_logit_softcapping", 0.0));
-    int window = (int)cfg_i(meta, "sliding_window", 4096);
+    int window = (int)cfg_i(meta, "sliding_window", gguf ? 0 : 4096);
     if (window < 0) window = 0;
     if (window >= ctx->max_ctx) {
         if (window > 0) rad_note(b, "sliding window of %d positions is never reached in %d: plain causal", window, ctx->max_ctx);

@@ -51,6 +51,23 @@ static const char *const hf_names[] = {
 
 const char *const *rad_arch_hf_names(void) { return hf_names; }
 
+/* The GGUF architectures this plugin runs.  llama.cpp's converter permutes
+** the q and k rows of llama-arch checkpoints so that RoPE rotates adjacent
+** pairs; Qwen files keep Hugging Face's halves. */
+static const RadMetaKV adjacent_pairs[] = {
+    {.key = "model.rope_mode", .type = RAD_META_INT, .i = 1, .f = 1},     /* rope mode 1: adjacent pairs */
+};
+
+static const RadGgufFamily gguf_families[] = {
+    {RAD_SIZED(RadGgufFamily), "llama", "LlamaForCausalLM", 1, adjacent_pairs},
+    {RAD_SIZED(RadGgufFamily), "mistral", "MistralForCausalLM", 1, adjacent_pairs},
+    {RAD_SIZED(RadGgufFamily), "qwen2", "Qwen2ForCausalLM", 0, NULL},
+    {RAD_SIZED(RadGgufFamily), "qwen3", "Qwen3ForCausalLM", 0, NULL},
+    {0},
+};
+
+const RadGgufFamily *rad_arch_gguf_families(void) { return gguf_families; }
+
 int rad_arch_probe(const RadModelMeta *meta, RadArchProbe *out)
 {
     (void)meta;

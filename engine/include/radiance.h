@@ -38,6 +38,8 @@ typedef struct RadEngineOptions {
                                 ** max_seqs * (1 + max_spec) */
     int64_t kv_size;            /* KV positions shared by all sequences; 0 = max_seqs * max_ctx */
     int no_prefix_cache;        /* 1: never share prompt blocks between sequences */
+    int64_t mem_budget;         /* bytes the model may keep in memory; 0 = the smaller of the memory
+                                ** available and the cgroup's limit, less a floor (docs/RESIDENCY.md) */
 } RadEngineOptions;
 
 /* Open and prepare a model: load the kernel libraries and the plugin for its
@@ -149,6 +151,14 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
 /* A GGUF file (all parts of a split set) into a .rad, tensors copied as
 ** stored: nothing is requantized. */
 int rad_convert_gguf(const char *path, const char *out_path, FILE *log);
+
+/* A GGUF container names its architecture (arch.gguf) but not the plugin
+** family that serves it: fill arch.id and arch.hf_name, and the keys the
+** family's files imply, from the installed plugins (rad_arch_gguf_families),
+** as rad_engine_open does.  Other containers are left as they are.
+** RAD_E_UNSUPPORTED, naming the architecture, when no plugin serves it. */
+struct RadContainer;
+int rad_container_resolve_family(struct RadContainer *c, const char *plugin_dir);
 
 /* The installed plugins and kernel libraries, one per line. */
 int rad_list_plugins(const char *plugin_dir, FILE *f);

@@ -463,6 +463,39 @@ static void test_different_seeds_differ(void **state)
     rad_sampler_free(b);
 }
 
+/* Two sequences sampling with one seed draw from their own streams: their
+** picks at the same positions differ, stream 0 is the seed's plain stream,
+** and a stream repeats itself. */
+static void test_streams_of_one_seed_differ(void **state)
+{
+    (void)state;
+    enum { V = 8, N = 100 };
+    const float logits[V] = {0};
+    RadSamplerParams p = plain(1.0f);
+    p.seed = 7;
+    RadSampler *plain_stream = make(&p, V);
+    p.stream = 0;
+    RadSampler *s0 = make(&p, V);
+    p.stream = 1;
+    RadSampler *s1 = make(&p, V);
+    p.stream = 2;
+    RadSampler *s2 = make(&p, V);
+    int differ = 0;
+    for (int pos = 0; pos < N; pos++) {
+        int a = rad_sampler_pick(s1, logits, NULL, 0, pos), b = rad_sampler_pick(s2, logits, NULL, 0, pos);
+        differ += a != b;
+        assert_int_equal(rad_sampler_pick(s0, logits, NULL, 0, pos), rad_sampler_pick(plain_stream, logits, NULL, 0, pos));
+        assert_int_equal(rad_sampler_pick(s1, logits, NULL, 0, pos), a);
+    }
+    assert_true(differ > N / 2);
+    assert_true(rad_rng_stream_seed(7, 0) == 7);
+    assert_true(rad_rng_stream_seed(7, 1) != rad_rng_stream_seed(7, 2));
+    rad_sampler_free(plain_stream);
+    rad_sampler_free(s0);
+    rad_sampler_free(s1);
+    rad_sampler_free(s2);
+}
+
 /* ------------------------------------------------------------------- RNG */
 
 /* rad_rng_uniform stays in [0,1) and fills 100 equal buckets evenly (chi-square over 100k draws). */
@@ -622,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_chain_matches_literal_reading),
         cmocka_unit_test(test_same_seed_and_position_same_token),
         cmocka_unit_test(test_different_seeds_differ),
+        cmocka_unit_test(test_streams_of_one_seed_differ),
         cmocka_unit_test(test_rng_in_range_and_uniform),
         cmocka_unit_test(test_rng_is_splitmix64),
         cmocka_unit_test(test_check_rejects_each_bad_value),
