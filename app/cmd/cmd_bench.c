@@ -26,8 +26,17 @@
 ** output.weight) the embedding IS read in full each step, as the lm_head.
 ** KV-cache reads (which grow with the position) are not counted, so the
 ** figure is a slight underestimate.
+**
+** --parallel N,M,...: aggregate throughput with N sequences at once, as
+** llama.cpp's llama-batched-bench measures it: N different prompts of -p
+** tokens run together (PP: N x p tokens over the time of that prefill, in
+** steps of at most --batch rows, default 512), then -n steps in which each
+** of the N sequences decodes one token (TG: N x n tokens over their time),
+** from a cleared cache each repetition.  The prompts differ, so no prefix is
+** shared, and the prefix cache is off.
 */
 #include "../app.h"
+#include "../config.h"
 #include "../models/model_store.h"
 #include "../../engine/text/rad_text.h"
 #include "../../formats/gguf_container.h"
@@ -56,6 +65,9 @@ static const char usage[] =
     "  -t, --threads N       threads for the CPU kernels (default: the physical cores)\n"
     "  -b, --batch N         rows per prefill step (default: -p, so the prompt is one step)\n"
     "  -o, --output FMT      md (default), csv or json\n"
+    "      --parallel LIST   N sequences at once, for each N of LIST (1,4,8): aggregate pp and tg\n"
+    "                        t/s as llama-batched-bench measures them\n"
+    "      --mem-budget SIZE memory the model may keep (e.g. 8G; default: what is available)\n"
     "      --kernels LIST    kernel library order (default: cpu,ref)\n"
     "      --kv-dtype T      KV cache encoding: f16 (default) or f32\n"
     "      --plugins DIR     plugin folder\n"
@@ -327,6 +339,105 @@ static int run_test(RadEngine *e, const int32_t *ids, int n_prompt, int n_gen, f
     return RAD_OK;
 }
 
+/* ------------------------------------------------------------ parallel */
+
+/* One --parallel row: N sequences, prompts of n_prompt, n_gen steps. */
+typedef struct ParallelResult {
+    int n_seq, n_prompt, n_gen, reps;
+    double pp_ts, tg_ts;        /* medians over the repetitions, aggregate tokens/s */
+    double pp_ns, tg_ns;        /* the median repetition's times */
+    int64_t steps;              /* engine steps in one repetition */
+} ParallelResult;
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int run_parallel(RadEngine *e, const int32_t *ids, int n_ids, ParallelResult *r)
+{
+    const int N = r->n_seq, vocab = rad_engine_n_vocab(e);
+    int seq[256];
+    RadSeqWork work[256];
+    int32_t next[256];
+    double *pp = calloc((size_t)r->reps, sizeof *pp), *tg = calloc((size_t)r->reps, sizeof *tg);
+    float *logits = malloc((size_t)N * vocab * sizeof *logits);
+    int rc = pp && tg && logits ? RAD_OK : rad_error_set(RAD_E_NOMEM, "out of memory");
+    for (int rep = 0; rep < r->reps && !rc; rep++) {
+        int opened = 0;
+        for (; opened < N && !rc; opened++) rc = rad_engine_seq_new(e, &seq[opened]);
+        for (int s = 0; s < N && !rc; s++)
+            work[s] = (RadSeqWork){.seq = seq[s], .tokens = ids + (size_t)s * r->n_prompt % (size_t)(n_ids - r->n_prompt),
+                                   .n = r->n_prompt, .logits = RAD_LOGITS_LAST, .out = logits + (size_t)s * vocab};
+        RadEngineStats before, after;
+        rad_engine_stats(e, &before);
+        double t0 = now_ns();
+        if (!rc && r->n_prompt > 0) rc = rad_engine_decode(e, work, N);
+        double t1 = now_ns();
+        for (int i = 0; i < r->n_gen && !rc; i++) {
+            for (int s = 0; s < N; s++) {
+                next[s] = ids[(i * 31 + s * 7 + 1) % n_ids];
+                work[s] = (RadSeqWork){.seq = seq[s], .tokens = &next[s], .n = 1, .logits = RAD_LOGITS_LAST,
+                                       .out = logits + (size_t)s * vocab};
+            }
+            rc = rad_engine_decode(e, work, N);
+        }
+        double t2 = now_ns();
+        rad_engine_stats(e, &after);
+        for (int s = 0; s < opened; s++) rad_engine_seq_free(e, seq[s]);
+        pp[rep] = t1 - t0;
+        tg[rep] = t2 - t1;
+        r->steps = after.steps - before.steps;
+    }
+    if (!rc) {
+        r->pp_ns = median_of(pp, r->reps);
+        r->tg_ns = median_of(tg, r->reps);
+        r->pp_ts = r->n_prompt ? (double)N * r->n_prompt * 1e9 / r->pp_ns : 0;
+        r->tg_ts = r->n_gen ? (double)N * r->n_gen * 1e9 / r->tg_ns : 0;
+    }
+    free(pp);
+    free(tg);
+    free(logits);
+    return rc;
+}
+
+static void print_parallel(FILE *f, int format, const BenchModel *m, int threads, const ParallelResult *res, int n)
+{
+    if (format == OUT_JSON) {
+        fprintf(f, "[\n");
+        for (int i = 0; i < n; i++) {
+            const ParallelResult *r = &res[i];
+            fprintf(f, "  {\"file\": ");
+            json_string(f, m->file);
+            fprintf(f, ", \"threads\": %d, \"n_seq\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"reps\": %d, "
+                       "\"pp_ts\": %.4f, \"tg_ts\": %.4f, \"pp_ms\": %.3f, \"tg_ms\": %.3f, \"steps\": %lld}%s\n",
+                    threads, r->n_seq, r->n_prompt, r->n_gen, r->reps, r->pp_ts, r->tg_ts, r->pp_ns / 1e6,
+                    r->tg_ns / 1e6, (long long)r->steps, i + 1 < n ? "," : "");
+        }
+        fprintf(f, "]\n");
+        return;
+    }
+    if (format == OUT_CSV) {
+        fprintf(f, "file,threads,n_seq,n_prompt,n_gen,reps,pp_ts,tg_ts,pp_ms,tg_ms,steps\n");
+        for (int i = 0; i < n; i++)
+            fprintf(f, "%s,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%lld\n", m->file, threads, res[i].n_seq,
+                    res[i].n_prompt, res[i].n_gen, res[i].reps, res[i].pp_ts, res[i].tg_ts, res[i].pp_ns / 1e6,
+                    res[i].tg_ns / 1e6, (long long)res[i].steps);
+        return;
+    }
+    fprintf(f, "| model | threads | sequences | PP | TG | PP t/s | TG t/s | TG vs 1 sequence |\n");
+    fprintf(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int i = 0; i < n; i++) {
+        char gain[32] = "";
+        if (res[0].n_seq == 1 && res[0].tg_ts > 0) snprintf(gain, sizeof gain, "%.2fx", res[i].tg_ts / res[0].tg_ts);
+        fprintf(f, "| %s | %d | %d | %d | %d | %.2f | %.2f | %s |\n", m->file, threads, res[i].n_seq, res[i].n_prompt,
+                res[i].n_gen, res[i].pp_ts, res[i].tg_ts, gain);
+    }
+    fprintf(f, "\nmedian of %d repetitions; aggregate tokens/s over all sequences; PP: N prompts of the given "
+               "length together, TG: then that many steps of N tokens.\n", n ? res[0].reps : 0);
+}
+
 /* --------------------------------------------------------- reporting */
 
 static void print_md(FILE *f, const BenchModel *m, int threads, const BenchResult *res, int n)
@@ -413,18 +524,20 @@ static void print_json(FILE *f, const BenchModel *m, int threads, const BenchRes
 
 int rad_cmd_bench(int argc, char **argv)
 {
-    enum { KERNELS = 256, KVD, PLUGINS };
+    enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET };
     static const struct option options[] = {
         {"model", required_argument, 0, 'm'}, {"n-prompt", required_argument, 0, 'p'},
         {"n-gen", required_argument, 0, 'n'}, {"repetitions", required_argument, 0, 'r'},
         {"threads", required_argument, 0, 't'}, {"batch", required_argument, 0, 'b'},
         {"output", required_argument, 0, 'o'}, {"kernels", required_argument, 0, KERNELS},
         {"kv-dtype", required_argument, 0, KVD}, {"plugins", required_argument, 0, PLUGINS},
+        {"parallel", required_argument, 0, PARALLEL}, {"mem-budget", required_argument, 0, MEM_BUDGET},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     RadEngineOptions opt = {0};
     const char *spec = NULL;
     int n_prompt = 512, n_gen = 128, reps = 5, batch = 0, format = OUT_MD, c, rc = RAD_OK;
+    int parallel[16], n_parallel = 0;
     optind = 1;
     opterr = 0;     /* one line of our own instead of getopt's line plus the usage */
     while (rc == RAD_OK && (c = getopt_long(argc, argv, ":m:p:n:r:t:b:o:h", options, NULL)) != -1) {
@@ -448,6 +561,18 @@ int rad_cmd_bench(int argc, char **argv)
                 rc = rad_error_set(RAD_E_ARG, "bench --kv-dtype: '%s'; choose f16 or f32", optarg);
             break;
         case PLUGINS: opt.plugin_dir = optarg; break;
+        case MEM_BUDGET: rc = rad_parse_bytes("bench --mem-budget", optarg, &opt.mem_budget); break;
+        case PARALLEL: {
+            char *copy = strdup(optarg), *save = NULL;
+            n_parallel = 0;
+            for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+                if (n_parallel == 16) rc = rad_error_set(RAD_E_ARG, "bench --parallel: at most 16 counts");
+                else rc = parse_count("--parallel", t, 1, 256, &parallel[n_parallel++]);
+            }
+            free(copy);
+            if (!rc && n_parallel == 0) rc = rad_error_set(RAD_E_ARG, "bench --parallel: name a count (1,4,8)");
+            break;
+        }
         case 'h': fputs(usage, stdout); return RAD_EXIT_OK;
         case ':':
             rc = rad_error_set(RAD_E_ARG, "bench: %s needs a value (see radiance bench --help)", argv[optind - 1]);
@@ -476,6 +601,16 @@ int rad_cmd_bench(int argc, char **argv)
     opt.max_tok = batch > 0 ? batch : n_prompt > 0 ? n_prompt : 1;
     int longest = n_prompt > n_gen ? n_prompt : n_gen;
     opt.max_ctx = longest > WARM_ROWS + 1 ? longest : WARM_ROWS + 1;
+    int most_seqs = 1;
+    for (int i = 0; i < n_parallel; i++) most_seqs = parallel[i] > most_seqs ? parallel[i] : most_seqs;
+    if (n_parallel) {
+        /* a sequence holds its prompt and then its generated tokens */
+        longest = n_prompt + n_gen;
+        opt.max_ctx = longest > WARM_ROWS + 1 ? longest : WARM_ROWS + 1;
+        opt.max_seqs = most_seqs;
+        opt.max_tok = batch > 0 ? batch : 512;
+        opt.no_prefix_cache = 1;
+    }
 
     RadEngine *e = NULL;
     BenchModel model;
@@ -497,7 +632,7 @@ int rad_cmd_bench(int argc, char **argv)
     const int vocab = rad_engine_n_vocab(e);
     const RadText *tok = rad_engine_text(e);
     const int bos = tok && rad_text_data(tok)->add_bos ? rad_text_data(tok)->bos_id : -1;
-    const int n_ids = (longest > WARM_ROWS ? longest : WARM_ROWS) + 1;
+    const int n_ids = (longest > WARM_ROWS ? longest : WARM_ROWS) + 1 + (n_parallel ? most_seqs * n_prompt : 0);
     ids = malloc((size_t)n_ids * sizeof *ids);
     logits = malloc((size_t)vocab * sizeof *logits);
     if (!ids || !logits) { rc = rad_error_set(RAD_E_NOMEM, "out of memory"); goto done; }
@@ -515,6 +650,16 @@ int rad_cmd_bench(int argc, char **argv)
     rad_engine_seq_free(e, seq);
     if (rc) goto done;
 
+    if (n_parallel) {
+        ParallelResult pres[16];
+        for (int i = 0; i < n_parallel && !rc; i++) {
+            pres[i] = (ParallelResult){.n_seq = parallel[i], .n_prompt = n_prompt, .n_gen = n_gen, .reps = reps};
+            rc = run_parallel(e, ids, n_ids, &pres[i]);
+        }
+        if (!rc) print_parallel(stdout, format, &model, rad_engine_threads(e), pres, n_parallel);
+        fflush(stdout);
+        goto done;
+    }
     for (int t = 0; t < 2; t++) {
         int np = t == 0 ? n_prompt : 0, ng = t == 1 ? n_gen : 0;
         if (np + ng == 0) continue;
