@@ -148,6 +148,41 @@ CASES = {
             rms_norm_eps=1e-6,
         ),
     ),
+    # Qwen3 with use_sliding_window: the layers from max_window_layers on
+    # (here 1 and 2) attend through a window of 16, layer 0 to everything, as
+    # transformers derives layer_types from the two keys.
+    "qwen3_window": dict(
+        seed=4101,
+        cls=(Qwen3Config, Qwen3ForCausalLM),
+        config=dict(
+            COMMON,
+            head_dim=32,
+            vocab_size=1024,
+            tie_word_embeddings=True,
+            rope_theta=1e6,
+            rms_norm_eps=1e-6,
+            use_sliding_window=True,
+            sliding_window=16,
+            max_window_layers=1,
+        ),
+    ),
+    # Qwen3 with YaRN RoPE scaling (factor 4 over an original context of 32),
+    # as Qwen3's long-context configs write it: the 96 positions reach past
+    # the original context, where the interpolated frequencies matter.
+    "qwen3_yarn": dict(
+        seed=4201,
+        cls=(Qwen3Config, Qwen3ForCausalLM),
+        config=dict(
+            COMMON,
+            head_dim=32,
+            vocab_size=1024,
+            tie_word_embeddings=True,
+            rms_norm_eps=1e-6,
+            max_position_embeddings=128,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                             "original_max_position_embeddings": 32},
+        ),
+    ),
     "mistral": dict(
         seed=5001,
         cls=(MistralConfig, MistralForCausalLM),
