@@ -637,7 +637,7 @@ int rad_kv_restore(RadKvPool *p, int seq, const void *data, int64_t size)
     const uint8_t *at = data, *end = at + size;
     if (s->len != 0) return rad_error_set(RAD_E_STATE, "KV snapshot: the sequence is not empty");
     if (size < SNAP_HEAD || memcmp(at, SNAP_MAGIC, 8) != 0) {
-        if (size >= 8 && memcmp(at, "RADKVSN", 7) == 0)
+        if (size >= 8 && memcmp(at, "RADKVSN", 7) == 0 && at[7] >= '0' && at[7] <= '9')
             return rad_error_set(RAD_E_FORMAT, "KV snapshot: format %c, this radiance reads format 2", at[7]);
         return rad_error_set(RAD_E_FORMAT, "KV snapshot: not a snapshot (bad magic)");
     }

@@ -66,7 +66,7 @@ int rad_engine_seq_restore(RadEngine *e, int seq, const void *data, size_t size)
 {
     if (!seq_open(e, seq)) return rad_error_set(RAD_E_ARG, "sequence %d is not open", seq);
     const uint8_t *d = data;
-    if (size >= 8 && memcmp(d, "RADSNAP", 7) == 0 && d[7] != SNAP_MAGIC[7])
+    if (size >= 8 && memcmp(d, "RADSNAP", 7) == 0 && d[7] != SNAP_MAGIC[7] && d[7] >= '0' && d[7] <= '9')
         return rad_error_set(RAD_E_FORMAT, "KV snapshot: format %c, written by an older radiance; this one reads "
                              "format %c", d[7], SNAP_MAGIC[7]);
     if (size < SNAP_HEAD || memcmp(d, SNAP_MAGIC, 8) != 0)
