@@ -108,6 +108,11 @@ int rad_file_read_at(const void *map, void *dst, uint64_t offset, size_t n)
     snprintf(path, sizeof path, "%s", m ? m->path : "?");
     pthread_mutex_unlock(&lock);
     if (fd < 0) return rad_error_set(RAD_E_ARG, "rad_file_read_at: not a mapped model file");
+    return rad_file_pread(fd, dst, offset, n, path);
+}
+
+int rad_file_pread(int fd, void *dst, uint64_t offset, size_t n, const char *path)
+{
     for (size_t done = 0; done < n;) {
         ssize_t got = pread(fd, (uint8_t *)dst + done, n - done, (off_t)(offset + done));
         if (got < 0 && errno == EINTR) continue;
@@ -120,3 +125,23 @@ int rad_file_read_at(const void *map, void *dst, uint64_t offset, size_t n)
 }
 
 uint64_t rad_file_dropped_bytes(void) { return atomic_load(&dropped); }
+
+int rad_file_open_direct(const char *path, int *direct, size_t *align)
+{
+    *direct = 0;
+    *align = 1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (fd >= 0) {
+        *direct = 1;
+        /* The device's logical block is what O_DIRECT needs; 4 KiB covers
+        ** every drive this runs on and is what a page-aligned buffer gives. */
+        *align = 4096;
+        return fd;
+    }
+    if (errno != EINVAL && errno != EOPNOTSUPP)
+        return rad_error_set(errno == ENOENT ? RAD_E_NOTFOUND : RAD_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    fd = open(path, O_RDONLY | O_CLOEXEC);      /* tmpfs and friends refuse O_DIRECT: read through the cache */
+    if (fd < 0)
+        return rad_error_set(errno == ENOENT ? RAD_E_NOTFOUND : RAD_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    return fd;
+}

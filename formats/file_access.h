@@ -35,4 +35,14 @@ int rad_file_read_at(const void *map, void *dst, uint64_t offset, size_t n);
 /* The bytes of mapped files released so far by rad_file_drop. */
 uint64_t rad_file_dropped_bytes(void);
 
+/* A descriptor for reading `path` around the page cache (O_DIRECT), and in
+** *align the alignment its reads need (of the offset, the length and the
+** buffer).  Where the file system refuses O_DIRECT (tmpfs, some FUSE file
+** systems) the descriptor is a plain buffered one and *direct is 0.
+** -1 with a message when the file cannot be opened. */
+int rad_file_open_direct(const char *path, int *direct, size_t *align);
+/* Exactly n bytes at offset into dst by pread: RAD_E_IO naming `path` and
+** the offset on an error or a short read (a file that shrank under us). */
+int rad_file_pread(int fd, void *dst, uint64_t offset, size_t n, const char *path);
+
 #endif /* RAD_FILE_ACCESS_H */
