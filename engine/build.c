@@ -23,14 +23,24 @@
 #define BUFFER_DECL_MIN (offsetof(RadBufferDecl, derive) + sizeof(const char *))
 #define KV_DECL_MIN (offsetof(RadKvGroupDecl, state_cols) + sizeof(int64_t))
 
+/* Room for a name in a message. */
+#define RAD_NAME_LIMIT 512
+
+static void problem(RadBuilder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Copy a plugin's declaration struct into `full` zero-filled bytes.  0, or
-** -1 when its struct_size is below `min` (a plugin that forgot RAD_SIZED, or
-** one built for an older ABI that the version check let through). */
-static int read_decl(void *dst, size_t full, const void *src, size_t min)
+** -1 with a problem naming `what` when its struct_size is below `min` (a
+** plugin that forgot RAD_SIZED, or one built for an older ABI that the
+** version check let through). */
+static int read_decl(RadBuilder *b, const char *what, const char *type, void *dst, size_t full, const void *src,
+                     size_t min)
 {
     int size = *(const int *)src;
     memset(dst, 0, full);
-    if (size < (int)min) return -1;
+    if (size < (int)min) {
+        problem(b, "%s: its %s has struct_size %d, below this ABI's %zu (set it with RAD_SIZED)", what, type, size, min);
+        return -1;
+    }
     memcpy(dst, src, (size_t)size < full ? (size_t)size : full);
     return 0;
 }
@@ -58,7 +68,6 @@ static void add_line(char ***lines, int *n, const char *fmt, va_list ap)
     (*lines)[(*n)++] = line;
 }
 
-static void problem(RadBuilder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void problem(RadBuilder *b, const char *fmt, ...)
 {
     va_list ap;
@@ -185,11 +194,9 @@ rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl 
 {
     RadWeightDecl full;
     const RadWeightDecl *d = &full;
-    if (read_decl(&full, sizeof full, decl, WEIGHT_DECL_MIN) != 0) {
-        problem(b, "weight '%s': its RadWeightDecl has struct_size %d, below this ABI's %zu (set it with RAD_SIZED)",
-                name, decl->struct_size, WEIGHT_DECL_MIN);
-        return -1;
-    }
+    char what[RAD_NAME_LIMIT];
+    snprintf(what, sizeof what, "weight '%s'", name);
+    if (read_decl(b, what, "RadWeightDecl", &full, sizeof full, decl, WEIGHT_DECL_MIN) != 0) return -1;
     if (rad_builder_find_weight(b, name) >= 0) {
         problem(b, "plugin declares weight '%s' twice", name);
         return -1;
@@ -294,11 +301,9 @@ rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *de
 {
     RadBufferDecl full;
     const RadBufferDecl *d = &full;
-    if (read_decl(&full, sizeof full, decl, BUFFER_DECL_MIN) != 0) {
-        problem(b, "buffer '%s': its RadBufferDecl has struct_size %d, below this ABI's %zu (set it with RAD_SIZED)",
-                name, decl->struct_size, BUFFER_DECL_MIN);
-        return -1;
-    }
+    char what[RAD_NAME_LIMIT];
+    snprintf(what, sizeof what, "buffer '%s'", name);
+    if (read_decl(b, what, "RadBufferDecl", &full, sizeof full, decl, BUFFER_DECL_MIN) != 0) return -1;
     if (rad_name_index_get(&b->buffer_index, name) >= 0) {
         problem(b, "plugin declares buffer '%s' twice", name);
         return -1;
@@ -348,11 +353,9 @@ rad_kv rad_decl_kv_group(RadBuilder *b, const char *name, const RadKvGroupDecl *
 {
     RadKvGroupDecl full;
     const RadKvGroupDecl *d = &full;
-    if (read_decl(&full, sizeof full, decl, KV_DECL_MIN) != 0) {
-        problem(b, "KV group '%s': its RadKvGroupDecl has struct_size %d, below this ABI's %zu (set it with RAD_SIZED)",
-                name, decl->struct_size, KV_DECL_MIN);
-        return -1;
-    }
+    char what[RAD_NAME_LIMIT];
+    snprintf(what, sizeof what, "KV group '%s'", name);
+    if (read_decl(b, what, "RadKvGroupDecl", &full, sizeof full, decl, KV_DECL_MIN) != 0) return -1;
     switch (d->kind) {
     case RAD_KV_FULL:
     case RAD_KV_WINDOW:
