@@ -14,7 +14,10 @@
 #define RAD_EXIT_NOT_FOUND 3        /* the model or a file does not exist */
 #define RAD_EXIT_INVALID 4          /* the model is malformed or unsupported */
 #define RAD_EXIT_CONTEXT 5          /* the prompt does not fit the context */
-#define RAD_EXIT_INTERRUPTED 130
+#define RAD_EXIT_INTERRUPTED 130        /* SIGINT; other signals: 128 + the signal (interrupt.h) */
+
+/* The model `radiance chat` talks to when none is named or configured. */
+#define RAD_DEFAULT_CHAT_MODEL "qwen3:0.6b"
 
 /* Print "radiance: <message>" for code and return the exit status for it. */
 int rad_app_fail(int code);
@@ -35,5 +38,6 @@ int rad_cmd_chat(int argc, char **argv);
 int rad_chat_default_model_set(void);
 int rad_cmd_bench(int argc, char **argv);
 int rad_cmd_sessions(int argc, char **argv);
+int rad_cmd_logs(int argc, char **argv);
 
 #endif

@@ -117,7 +117,28 @@ static int parse_in(const char *what, const char *text, float lo, int lo_open, f
 int rad_use_color(int color, int fd)
 {
     if (color == RAD_COLOR_NEVER || getenv("NO_COLOR")) return 0;
-    return color == RAD_COLOR_ALWAYS || isatty(fd);
+    if (color == RAD_COLOR_ALWAYS) return 1;
+    const char *term = getenv("TERM");
+    return isatty(fd) && term && term[0] && strcmp(term, "dumb") != 0;
+}
+
+/* A seed: a whole number in 0..2^64-1, or -1 for a fresh random seed per reply. */
+static int parse_seed(const char *what, const char *text, RadConvSettings *conv)
+{
+    if (!strcmp(text, "-1") || !strcmp(text, "random")) {
+        conv->seed_random = 1;
+        return RAD_OK;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || *end || errno || text[0] == '-' || text[0] == '+')
+        return rad_error_set(RAD_E_ARG, "%s: '%s' is not a seed: a whole number in 0..18446744073709551615, "
+                                        "or -1 for a random one",
+                             what, text);
+    conv->sampler.seed = (uint64_t)v;
+    conv->seed_random = 0;
+    return RAD_OK;
 }
 
 /* ------------------------------------------------------------ the keys */
@@ -129,7 +150,12 @@ int rad_settings_set(RadSettings *s, const char *key, const char *value, const c
     if (where && where[0] == '-') snprintf(what, sizeof what, "%s", where);
     else snprintf(what, sizeof what, "%s%s%s", where ? where : "", where ? ": " : "", key);
     RadSamplerParams *sp = &s->conv.sampler;
-    int i;
+    static const struct { const char *key; unsigned bit; } sampler_keys[] = {
+        {"temp", RAD_SET_TEMP}, {"top_k", RAD_SET_TOP_K}, {"top_p", RAD_SET_TOP_P}, {"min_p", RAD_SET_MIN_P},
+        {"repeat_penalty", RAD_SET_REPEAT_PENALTY}, {"repeat_last_n", RAD_SET_REPEAT_LAST_N}, {"seed", RAD_SET_SEED},
+    };
+    for (size_t k = 0; k < sizeof sampler_keys / sizeof *sampler_keys; k++)
+        if (!strcmp(key, sampler_keys[k].key)) s->sampler_set |= sampler_keys[k].bit;
     if (!strcmp(key, "model")) s->model = value[0] ? value : NULL;
     else if (!strcmp(key, "system")) s->system = value[0] ? value : NULL;
     else if (!strcmp(key, "temp")) return parse_in(what, value, 0, 0, 1e6f, 0, &sp->temperature);
@@ -138,10 +164,8 @@ int rad_settings_set(RadSettings *s, const char *key, const char *value, const c
     else if (!strcmp(key, "min_p")) return parse_in(what, value, 0, 0, 1, 1, &sp->min_p);
     else if (!strcmp(key, "repeat_penalty")) return parse_in(what, value, 0, 1, 1e6f, 0, &sp->repeat_penalty);
     else if (!strcmp(key, "repeat_last_n")) return rad_parse_int(what, value, 0, INT_MAX, &sp->repeat_last_n);
-    else if (!strcmp(key, "seed")) {
-        if (rad_parse_int(what, value, 0, INT_MAX, &i)) return RAD_E_ARG;
-        sp->seed = (uint64_t)i;
-    } else if (!strcmp(key, "n_predict")) return rad_parse_int(what, value, -1, 1 << 24, &s->conv.n_predict);
+    else if (!strcmp(key, "seed")) return parse_seed(what, value, &s->conv);
+    else if (!strcmp(key, "n_predict")) return rad_parse_int(what, value, -1, 1 << 24, &s->conv.n_predict);
     else if (!strcmp(key, "reply_reserve")) return rad_parse_int(what, value, 0, 1 << 24, &s->conv.reply_reserve);
     else if (!strcmp(key, "think")) return rad_parse_think(what, value, &s->conv.thinking);
     else if (!strcmp(key, "ignore_eos")) return rad_parse_bool(what, value, &s->conv.ignore_eos);
@@ -164,6 +188,8 @@ int rad_settings_set(RadSettings *s, const char *key, const char *value, const c
     else if (!strcmp(key, "quiet")) return rad_parse_bool(what, value, &s->quiet);
     else if (!strcmp(key, "plain")) return rad_parse_bool(what, value, &s->plain);
     else if (!strcmp(key, "color")) return rad_parse_color(what, value, &s->color);
+    else if (!strcmp(key, "log")) return rad_parse_bool(what, value, &s->log);
+    else if (!strcmp(key, "allow_special")) return rad_parse_bool(what, value, &s->conv.allow_special);
     else return rad_error_set(RAD_E_ARG, "%s: unknown key (see radiance.conf(5))", what);
     return RAD_OK;
 }
@@ -200,6 +226,7 @@ int rad_settings_option(RadSettings *s, int c, const char *arg, int *rc)
     case 'q': s->quiet = 1; break;
     case RAD_OPT_THINK: s->conv.thinking = 1; break;
     case RAD_OPT_NO_THINK: s->conv.thinking = 0; break;
+    case RAD_OPT_ALLOW_SPECIAL: s->conv.allow_special = 1; break;
     default: return 0;
     }
     *rc = RAD_OK;
@@ -360,6 +387,7 @@ int rad_settings_load(RadSettings *s, RadConfig **cfg)
 {
     memset(s, 0, sizeof *s);
     rad_conv_settings_defaults(&s->conv);
+    s->log = 1;
     *cfg = NULL;
     RadConfig *c = NULL;
     int rc = rad_config_load(NULL, &c);

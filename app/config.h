@@ -25,6 +25,13 @@ typedef struct RadConfig RadConfig;
 
 /* What run and chat take from config and environment.  Strings point into
 ** the RadConfig (or the environment) and live as long as it does. */
+/* Which sampler fields the user set (a flag, a RADIANCE_* variable, a
+** config key or /set), so a model's recommendation never overrides them. */
+enum {
+    RAD_SET_TEMP = 1 << 0, RAD_SET_TOP_K = 1 << 1, RAD_SET_TOP_P = 1 << 2, RAD_SET_MIN_P = 1 << 3,
+    RAD_SET_REPEAT_PENALTY = 1 << 4, RAD_SET_REPEAT_LAST_N = 1 << 5, RAD_SET_SEED = 1 << 6
+};
+
 typedef struct RadSettings {
     const char *model;          /* the default model (key model, RADIANCE_MODEL); NULL = none */
     const char *system;         /* system prompt; NULL = none */
@@ -41,6 +48,8 @@ typedef struct RadSettings {
     int quiet;                  /* no download or conversion progress */
     int plain;                  /* chat: line mode instead of the full-screen UI */
     int color;                  /* RAD_COLOR_AUTO, _ALWAYS, _NEVER */
+    unsigned sampler_set;       /* RAD_SET_* bits: fields the user gave */
+    int log;                    /* run: record the exchange in the database (key log, --no-log) */
 } RadSettings;
 
 enum { RAD_COLOR_AUTO = 0, RAD_COLOR_ALWAYS = 1, RAD_COLOR_NEVER = 2 };
@@ -68,7 +77,7 @@ int rad_settings_load(RadSettings *s, RadConfig **cfg);
 
 /* Colour decision for a stream: never with NO_COLOR set (any value, even
 ** over RAD_COLOR_ALWAYS) or RAD_COLOR_NEVER; with RAD_COLOR_AUTO only when
-** fd is a terminal. */
+** fd is a terminal and TERM is not dumb (or unset). */
 int rad_use_color(int color, int fd);
 
 /* Parsers shared with the flag parsers, so a flag and its key accept the
@@ -97,7 +106,7 @@ enum {
     RAD_OPT_TEMP = 1000, RAD_OPT_TOP_K, RAD_OPT_TOP_P, RAD_OPT_MIN_P, RAD_OPT_REPEAT_PENALTY,
     RAD_OPT_REPEAT_LAST_N, RAD_OPT_SEED, RAD_OPT_CONTEXT_POLICY, RAD_OPT_REPLY_RESERVE, RAD_OPT_KV_DTYPE,
     RAD_OPT_KERNELS, RAD_OPT_PLUGINS, RAD_OPT_COLOR, RAD_OPT_OFFLINE, RAD_OPT_THINK, RAD_OPT_NO_THINK,
-    RAD_OPT_MEM_BUDGET
+    RAD_OPT_MEM_BUDGET, RAD_OPT_ALLOW_SPECIAL
 };
 
 #define RAD_SETTINGS_OPTIONS                                                                                 \
@@ -113,7 +122,8 @@ enum {
         {"threads", required_argument, 0, 't'}, {"plugins", required_argument, 0, RAD_OPT_PLUGINS},          \
         {"color", required_argument, 0, RAD_OPT_COLOR}, {"offline", no_argument, 0, RAD_OPT_OFFLINE},        \
         {"quiet", no_argument, 0, 'q'}, {"think", no_argument, 0, RAD_OPT_THINK},                            \
-        {"no-think", no_argument, 0, RAD_OPT_NO_THINK}, {"mem-budget", required_argument, 0, RAD_OPT_MEM_BUDGET}
+        {"no-think", no_argument, 0, RAD_OPT_NO_THINK}, {"mem-budget", required_argument, 0, RAD_OPT_MEM_BUDGET}, \
+        {"allow-special", no_argument, 0, RAD_OPT_ALLOW_SPECIAL}
 
 /* Apply option c with its argument arg (kept as a pointer, as optarg is).
 ** Returns 1, with *rc the outcome, when c is one of RAD_SETTINGS_OPTIONS;

@@ -4,6 +4,8 @@
 ** documented exit statuses.
 */
 #include "app.h"
+#include "cli.h"
+#include "interrupt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +20,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  chat [MODEL]                       talk with a model (full-screen on a terminal; --plain)\n"
-    "  run MODEL [PROMPT...]              answer one prompt (chat format; --raw: as is); stdin too\n"
+    "  run [MODEL] [PROMPT...]            answer one prompt (chat format; --raw: as is); stdin too\n"
     "  convert DIR -o OUT.rad [--quant Q]  convert a Hugging Face folder into a .rad model\n"
     "  info --plugins | --kernels | --graph MODEL\n"
     "                                     list plugins and kernels, or print a model's program\n"
@@ -30,9 +32,11 @@ static const char usage[] =
     "  perplexity -m MODEL -f FILE        teacher-forced perplexity, as llama.cpp measures it\n"
     "  bench -m MODEL [-p N] [-n N]       prompt and generation throughput, as llama-bench measures it\n"
     "  sessions [SUBCOMMAND]              saved chats: list, show ID, search TEXT, rm ID, export ID\n"
+    "  logs [SUBCOMMAND]                  logged run exchanges: list, show [ID], search TEXT, rm ID\n"
+    "  help COMMAND                       a command's help (as COMMAND --help)\n"
     "\n"
     "options:\n"
-    "  -h, --help      this help; COMMAND --help for a command's\n"
+    "  -h, --help      this help; radiance help COMMAND for a command's\n"
     "  -V, --version   print the version\n"
     "\n"
     "Plugins are found in $RADIANCE_HOME/plugins, else beside the binary.\n"
@@ -57,12 +61,46 @@ int rad_app_exit_code(int code)
 
 int rad_app_fail(int code)
 {
+    /* Messages quote file names, metadata and model text: shown safely. */
     const char *msg = rad_error_message();
-    fprintf(stderr, "radiance: %s\n", msg[0] ? msg : rad_strerror(code));
+    fprintf(stderr, "radiance: %s\n", rad_safe(msg[0] ? msg : rad_strerror(code)));
     return rad_app_exit_code(code);
 }
 
-int main(int argc, char **argv)
+typedef int (*CommandFn)(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    CommandFn run;
+} commands[] = {
+    {"run", rad_cmd_run},       {"chat", rad_cmd_chat},         {"convert", rad_cmd_convert},
+    {"info", rad_cmd_info},     {"tokenize", rad_cmd_tokenize}, {"perplexity", rad_cmd_perplexity},
+    {"pull", rad_cmd_pull},     {"list", rad_cmd_list},         {"rm", rad_cmd_rm},
+    {"show", rad_cmd_show},     {"bench", rad_cmd_bench},       {"sessions", rad_cmd_sessions},
+    {"logs", rad_cmd_logs},
+};
+
+static CommandFn find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(commands[i].name, name)) return commands[i].run;
+    return NULL;
+}
+
+/* `radiance help CMD`: CMD's own --help. */
+static int help_for(const char *name)
+{
+    CommandFn run = find_command(name);
+    if (!run) {
+        fprintf(stderr, "radiance: unknown command '%s' (radiance --help lists them)\n", rad_safe(name));
+        return RAD_EXIT_USAGE;
+    }
+    char help_flag[] = "--help";
+    char *argv[] = {(char *)name, help_flag, NULL};
+    return run(2, argv);
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         /* on a terminal, with a default model configured: chat */
@@ -75,6 +113,7 @@ int main(int argc, char **argv)
         return RAD_EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "help") && argc > 2) return help_for(argv[2]);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage, stdout);
         return RAD_EXIT_OK;
@@ -83,18 +122,17 @@ int main(int argc, char **argv)
         printf("radiance %s\n", RAD_VERSION);
         return RAD_EXIT_OK;
     }
-    if (!strcmp(cmd, "run")) return rad_cmd_run(argc - 1, argv + 1);
-    if (!strcmp(cmd, "chat")) return rad_cmd_chat(argc - 1, argv + 1);
-    if (!strcmp(cmd, "convert")) return rad_cmd_convert(argc - 1, argv + 1);
-    if (!strcmp(cmd, "info")) return rad_cmd_info(argc - 1, argv + 1);
-    if (!strcmp(cmd, "tokenize")) return rad_cmd_tokenize(argc - 1, argv + 1);
-    if (!strcmp(cmd, "perplexity")) return rad_cmd_perplexity(argc - 1, argv + 1);
-    if (!strcmp(cmd, "pull")) return rad_cmd_pull(argc - 1, argv + 1);
-    if (!strcmp(cmd, "list")) return rad_cmd_list(argc - 1, argv + 1);
-    if (!strcmp(cmd, "rm")) return rad_cmd_rm(argc - 1, argv + 1);
-    if (!strcmp(cmd, "show")) return rad_cmd_show(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench")) return rad_cmd_bench(argc - 1, argv + 1);
-    if (!strcmp(cmd, "sessions")) return rad_cmd_sessions(argc - 1, argv + 1);
-    fprintf(stderr, "radiance: unknown command '%s'\n%s", cmd, usage);
+    CommandFn run = find_command(cmd);
+    if (run) return run(argc - 1, argv + 1);
+    fprintf(stderr, "radiance: unknown command '%s'\n%s", rad_safe(cmd), usage);
     return RAD_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    /* One interrupt model (interrupt.h): until a command arms it, a signal
+    ** removes partial files and exits 128 + the signal. */
+    rad_interrupt_install();
+    /* Whatever the command, output that did not arrive is a failure. */
+    return rad_out_finish(dispatch(argc, argv));
 }

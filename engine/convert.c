@@ -358,6 +358,7 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
         goto done;
     }
 
+    rad_container_sweep_partials(out_path, log); /* what a killed conversion to out_path left */
     rc = rad_container_create(out_path, &w);
     if (rc) goto done;
     rc = rad_container_set_meta(w, &meta_table);
@@ -450,6 +451,7 @@ int rad_convert_gguf(const char *path, const char *out_path, FILE *log)
     const RadContainerTensor **order = NULL;
     int rc = rad_container_open_gguf(path, &c);
     if (rc) return rc;
+    rad_container_sweep_partials(out_path, log); /* what a killed conversion to out_path left */
     rc = rad_container_create(out_path, &w);
     if (!rc) rc = rad_container_set_meta(w, &c->meta);
     if (!rc && !(order = calloc((size_t)(c->n_tensors ? c->n_tensors : 1), sizeof *order)))

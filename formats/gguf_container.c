@@ -135,6 +135,25 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
     ** per-pair divisors, the tensor rope_freqs.weight, and no scaling keys. */
     if (!rc && rad_gguf_find_tensor(g, "rope_freqs.weight")) rc = rad_meta_table_set_int(t, "rope_freq_factors", 1);
 
+    /* The sampling the model's makers recommend (llama.cpp's converter writes
+    ** general.sampling.* from generation_config.json); the app applies it
+    ** under the user's own settings (docs/SAMPLING.md). */
+    static const char *const sampling_float[] = {"general.sampling.temp", "general.sampling.top_p",
+                                                 "general.sampling.min_p", "general.sampling.penalty_repeat"};
+    static const char *const sampling_int[] = {"general.sampling.top_k", "general.sampling.penalty_last_n"};
+    for (size_t i = 0; !rc && i < sizeof sampling_float / sizeof *sampling_float; i++) {
+        double v;
+        if (rad_gguf_get(g, sampling_float[i]) && rad_gguf_get_float(g, sampling_float[i], 0, &v) == RAD_OK)
+            rc = rad_meta_table_set_float(t, sampling_float[i], v);
+        else rad_error_clear();
+    }
+    for (size_t i = 0; !rc && i < sizeof sampling_int / sizeof *sampling_int; i++) {
+        int64_t v;
+        if (rad_gguf_get(g, sampling_int[i]) && rad_gguf_get_int(g, sampling_int[i], 0, &v) == RAD_OK)
+            rc = rad_meta_table_set_int(t, sampling_int[i], v);
+        else rad_error_clear();
+    }
+
     /* End of sequence, for generation to stop. */
     int64_t eos = -1;
     rad_gguf_get_int(g, "tokenizer.ggml.eos_token_id", -1, &eos);

@@ -11,6 +11,7 @@
 */
 #include "rad_container.h"
 #include "file_access.h"
+#include "../base/rad_cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char MAGIC[8] = {'R', 'A', 'D', 'M', 'O', 'D', 'E', 'L'};
@@ -188,7 +192,8 @@ enum { LAST_NOTHING, LAST_TENSOR, LAST_BLOB };
 
 struct RadContainerWriter {
     char *path;             /* where the finished file goes */
-    char *tmp_path;         /* PATH.partial.XXXXXX, while writing */
+    char *tmp_path;         /* PATH.partial.XXXXXX, while writing; locked (flock) while it is written */
+    int cleanup;            /* its rad_cleanup slot: removed if a signal stops the process */
     int fd;
     int failed;             /* a write failed: only abort remains */
     uint64_t pos;           /* bytes of the data region written so far */
@@ -261,6 +266,7 @@ static char *dir_of(const char *path)
 
 static void writer_free(RadContainerWriter *w)
 {
+    rad_cleanup_drop(w->cleanup);
     if (w->fd >= 0) close(w->fd);
     json_decref(w->meta);
     json_decref(w->tensors);
@@ -303,6 +309,7 @@ int rad_container_create(const char *path, RadContainerWriter **out)
     RadContainerWriter *w = calloc(1, sizeof *w);
     if (!w) return rad_error_set(RAD_E_NOMEM, "%s: out of memory", path);
     w->fd = -1;
+    w->cleanup = -1;
     w->last = LAST_NOTHING;
     size_t len = strlen(path);
     w->path = strdup(path);
@@ -327,6 +334,12 @@ int rad_container_create(const char *path, RadContainerWriter **out)
         writer_free(w);
         return rc;
     }
+    /* While the lock is held the partial file is ours; one whose lock nobody
+    ** holds was left by a writer that died (SIGKILL, a crash) and may be
+    ** swept (rad_container_sweep_partials).  A signal the app catches
+    ** removes it at once (rad_cleanup.h). */
+    flock(w->fd, LOCK_EX | LOCK_NB);
+    w->cleanup = rad_cleanup_add(w->tmp_path);
     /* The preamble's page, zero until finish fills in the preamble. */
     int rc = write_zeros(w, DATA_OFFSET);
     if (rc) {
@@ -510,6 +523,41 @@ static void sync_dir_of(const char *path)
         close(fd);
     }
     free(dir);
+}
+
+int rad_container_sweep_partials(const char *path, FILE *log)
+{
+    char *dir = dir_of(path);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char prefix[1024];
+    if (!dir) return 0;
+    snprintf(prefix, sizeof prefix, "%s.partial.", base);
+    size_t plen = strlen(prefix);
+    DIR *d = opendir(dir);
+    int removed = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) != plen + 6) continue;
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        int fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) continue;
+        struct stat st;
+        /* A regular file of ours, not touched for a few seconds (one just
+        ** made may not hold its lock yet), whose lock nobody holds. */
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+            time(NULL) - st.st_mtime >= 3 && flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(full) == 0) {
+            removed++;
+            if (log)
+                fprintf(log, "radiance: removed %s (%.1f MB), left by an interrupted conversion\n", full,
+                        (double)st.st_size / 1e6);
+        }
+        close(fd);
+    }
+    if (d) closedir(d);
+    free(dir);
+    return removed;
 }
 
 int rad_container_finish(RadContainerWriter *w)

@@ -15,6 +15,8 @@
 
 #include "meta_table.h"
 
+#include <stdio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -76,6 +78,13 @@ int rad_container_finish(RadContainerWriter *w);
 
 /* Give up: remove the temporary file and free `w`.  NULL is allowed. */
 void rad_container_abort(RadContainerWriter *w);
+
+/* Remove the partial files PATH.partial.XXXXXX that earlier writers of path
+** left when they were killed: each is locked while written, so one whose
+** lock can be taken (and that has not been touched for a few seconds) has
+** no writer.  Each removal is one line on log (may be NULL).  Returns how
+** many were removed. */
+int rad_container_sweep_partials(const char *path, FILE *log);
 
 /* ----------------------------------------------------------------- reading */
 

@@ -22,6 +22,7 @@
 
 #include "../config.h"
 #include "conversation.h"
+#include "model_sampling.h"
 #include "../sessions/session_db.h"
 
 typedef struct RadChat RadChat;
@@ -65,6 +66,7 @@ struct RadChat {
     char *model_path;           /* the resolved .rad / .gguf */
     RadEngine *engine;
     RadConv *conv;
+    RadModelSampling recommended;   /* the model's own sampling advice (model_sampling.h) */
     RadChatRow *rows;           /* one per conversation message */
     int rows_cap;
 

@@ -110,6 +110,8 @@ int rad_chat_open_model(RadChat *c)
     c->model_path = path;
     c->engine = e;
     c->conv = conv;
+    rad_model_sampling_of(path, e, &c->recommended);
+    rad_settings_apply_model(c->settings, &c->recommended);
     c->open_ms = rad_chat_now_ms() - t0;
     return RAD_OK;
 }

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_STOP_IDS 32
 /* Prefill is evaluated in chunks of this many tokens so that the stop flag
@@ -63,6 +65,8 @@ void rad_conv_settings_defaults(RadConvSettings *s)
 {
     memset(s, 0, sizeof *s);
     rad_sampler_defaults(&s->sampler);
+    s->sampler.repeat_penalty = RAD_CONV_REPEAT_PENALTY;
+    s->seed_random = 1;
     s->n_predict = -1;
     s->reply_reserve = 0;
     s->thinking = -1;
@@ -271,57 +275,83 @@ void rad_conv_truncate(RadConv *c, int n)
     if (n < c->n_messages) remove_messages(c, n, c->n_messages - n);
 }
 
+static int reset_sequence(RadConv *c);
+
 void rad_conv_clear(RadConv *c, int keep_system)
 {
     int keep = keep_system && c->n_messages > 0 && !strcmp(c->messages[0].role, "system");
     rad_conv_truncate(c, keep);
+    /* A new conversation holds nothing: the context meter starts at 0 and
+    ** the next reply evaluates its prompt afresh. */
+    reset_sequence(c);
 }
 
 /* ------------------------------------------------------------ rendering */
 
-/* The transcript as the model reads it, then tokenized.  Chat formats write
-** their own BOS text, so only raw completion asks the tokenizer to add
-** specials.  *in_reasoning: the generation prompt left a reasoning block
-** open (the reply starts inside it). */
-static int render_prompt(RadConv *c, const RadConvSettings *s, int32_t **ids, int *n, int *in_reasoning)
+/* The transcript as the model reads it, then tokenized: every message but
+** the `skip` messages from `skip_from` (what the context policy would
+** drop).  Chat formats write their own BOS text, so only raw completion
+** asks the tokenizer to add specials.  The template's markup is parsed
+** into control tokens; the messages' own text never is, unless
+** allow_special (so a pasted document cannot forge turns).
+** *in_reasoning: the generation prompt left a reasoning block open (the
+** reply starts inside it). */
+static int render_without(RadConv *c, const RadConvSettings *s, int skip_from, int skip, int32_t **ids, int *n,
+                          int *in_reasoning)
 {
     char *text = NULL;
-    int rc, flags = RAD_ENCODE_PARSE_SPECIAL;
+    RadTextSpan *spans = NULL;
+    int rc, n_spans = 0, flags = s->allow_special ? RAD_ENCODE_PARSE_SPECIAL : 0;
     *in_reasoning = 0;
+    RadChatMessage *list = malloc((size_t)(c->n_messages ? c->n_messages : 1) * sizeof *list);
+    if (!list) return rad_error_set(RAD_E_NOMEM, "out of memory");
+    int k = 0;
+    for (int i = 0; i < c->n_messages; i++) {
+        if (i >= skip_from && i < skip_from + skip) continue;
+        list[k].role = c->messages[i].role;
+        list[k].content = c->messages[i].content;
+        list[k].reasoning = c->messages[i].reasoning;
+        k++;
+    }
     if (c->format) {
-        RadChatMessage *list = malloc((size_t)(c->n_messages ? c->n_messages : 1) * sizeof *list);
-        if (!list) return rad_error_set(RAD_E_NOMEM, "out of memory");
-        for (int i = 0; i < c->n_messages; i++) {
-            list[i].role = c->messages[i].role;
-            list[i].content = c->messages[i].content;
-            list[i].reasoning = c->messages[i].reasoning;
-        }
         RadChatRender opt = {.add_generation_prompt = 1, .thinking = s->thinking};
-        rc = rad_chat_render(c->format, list, c->n_messages, &opt, &text);
+        rc = rad_chat_render_spans(c->format, list, k, &opt, &text, s->allow_special ? NULL : &spans,
+                                   s->allow_special ? NULL : &n_spans);
         free(list);
         if (rc) return rc;
         *in_reasoning = rad_chat_prompt_in_reasoning(c->format, text);
+        flags |= RAD_ENCODE_PARSE_SPECIAL;  /* the markup; the spans stay text */
     } else {
         size_t total = 1;
-        for (int i = 0; i < c->n_messages; i++) total += strlen(c->messages[i].content);
-        if (!(text = malloc(total))) return rad_error_set(RAD_E_NOMEM, "out of memory");
+        for (int i = 0; i < k; i++) total += strlen(list[i].content);
+        if (!(text = malloc(total))) {
+            free(list);
+            return rad_error_set(RAD_E_NOMEM, "out of memory");
+        }
         size_t at = 0;
-        for (int i = 0; i < c->n_messages; i++) {
-            size_t len = strlen(c->messages[i].content);
-            memcpy(text + at, c->messages[i].content, len);
+        for (int i = 0; i < k; i++) {
+            size_t len = strlen(list[i].content);
+            memcpy(text + at, list[i].content, len);
             at += len;
         }
         text[at] = 0;
+        free(list);
         flags |= RAD_ENCODE_ADD_SPECIAL;
     }
-    rc = rad_text_encode(c->text, text, strlen(text), flags, ids, n);
+    rc = rad_text_encode_spans(c->text, text, strlen(text), flags, spans, n_spans, ids, n);
     free(text);
+    free(spans);
     if (rc == RAD_OK && *n == 0) {
         free(*ids);
         *ids = NULL;
         rc = rad_error_set(RAD_E_ARG, "the prompt is empty");
     }
     return rc;
+}
+
+static int render_prompt(RadConv *c, const RadConvSettings *s, int32_t **ids, int *n, int *in_reasoning)
+{
+    return render_without(c, s, 0, 0, ids, n, in_reasoning);
 }
 
 int rad_conv_prompt_tokens(RadConv *c, const RadConvSettings *s, int *n)
@@ -343,21 +373,28 @@ static int reply_budget(const RadConv *c, const RadConvSettings *s)
     return quarter < 512 ? quarter : 512;
 }
 
-/* The first message the policy may drop: the oldest non-system one, and
-** never the turn being answered (the last).  Dropping takes a whole turn:
-** from there up to the next user message. */
-static int droppable_turn(const RadConv *c, int *count)
+/* Where the policy may drop from: the oldest non-system message, never
+** the turn being answered (the last).  Dropping takes whole turns: from
+** there up to a user message.  *count: how many messages the first `turns`
+** turns hold; returns the first index, or -1 when fewer turns than that
+** can go. */
+static int droppable_turns(const RadConv *c, int turns, int *count)
 {
     int first = c->n_messages > 0 && !strcmp(c->messages[0].role, "system");
-    if (first >= c->n_messages - 1) return -1;
-    int next = first + 1;
-    while (next < c->n_messages - 1 && strcmp(c->messages[next].role, "user")) next++;
+    int next = first;
+    for (int t = 0; t < turns; t++) {
+        if (next >= c->n_messages - 1) return -1;
+        next++;
+        while (next < c->n_messages - 1 && strcmp(c->messages[next].role, "user")) next++;
+    }
     *count = next - first;
     return first;
 }
 
 /* Render, then make the prompt fit the context with the reply budget as the
-** policy says, telling the user what happened. */
+** policy says, telling the user what happened.  Turns are dropped only when
+** that makes the prompt fit: a message too large for the context alone is
+** refused with the conversation untouched. */
 static int fit_prompt(RadConv *c, const RadConvSettings *s, const RadConvCallbacks *cb, int32_t **ids, int *n,
                       int *in_reasoning, int *dropped)
 {
@@ -374,28 +411,66 @@ static int fit_prompt(RadConv *c, const RadConvSettings *s, const RadConvCallbac
                              "context (%d); context_policy is refuse",
                              have, budget, c->ctx);
     }
-    int first_n = *n, count;
-    while (*n + budget > c->ctx && droppable_turn(c, &count) >= 0) {
-        remove_messages(c, droppable_turn(c, &count), count);
-        *dropped += count;
+    /* The prompt with every droppable turn gone: if even that does not
+    ** fit, nothing is dropped. */
+    int all = 0, count = 0, first = -1;
+    while (droppable_turns(c, all + 1, &count) >= 0) all++;
+    int32_t *trial = NULL;
+    int trial_n = *n, trial_reason = *in_reasoning;
+    if (all > 0) {
+        first = droppable_turns(c, all, &count);
+        if ((rc = render_without(c, s, first, count, &trial, &trial_n, &trial_reason))) {
+            free(*ids);
+            *ids = NULL;
+            return rc;
+        }
+    }
+    if (trial_n >= c->ctx) {
+        free(trial);
+        int have = *n;
         free(*ids);
         *ids = NULL;
-        if ((rc = render_prompt(c, s, ids, n, in_reasoning))) return rc;
+        return rad_error_set(RAD_E_RANGE,
+                             "context: the message is too long: the prompt is %d tokens%s and the context holds "
+                             "%d (--ctx); nothing was dropped",
+                             all ? trial_n : have, all ? " even without the earlier turns" : "", c->ctx);
     }
-    char note[256];
-    if (*dropped) {
+    /* Fewest turns that make it fit with the budget, else all of them. */
+    int turns = 1, first_n = *n;
+    for (; turns < all; turns++) {
+        free(trial);
+        trial = NULL;
+        first = droppable_turns(c, turns, &count);
+        if ((rc = render_without(c, s, first, count, &trial, &trial_n, &trial_reason))) {
+            free(*ids);
+            *ids = NULL;
+            return rc;
+        }
+        if (trial_n + budget <= c->ctx) break;
+    }
+    if (turns >= all && all > 0) {
+        free(trial);
+        trial = NULL;
+        first = droppable_turns(c, all, &count);
+        if ((rc = render_without(c, s, first, count, &trial, &trial_n, &trial_reason))) {
+            free(*ids);
+            *ids = NULL;
+            return rc;
+        }
+    }
+    char note[320];
+    if (all > 0) {
+        remove_messages(c, first, count);
+        *dropped = count;
+        free(*ids);
+        *ids = trial;
+        *n = trial_n;
+        *in_reasoning = trial_reason;
         snprintf(note, sizeof note,
                  "context: the conversation (%d tokens) and the reply budget (%d) outgrew the context (%d): "
                  "dropped the %d oldest message%s (%d tokens now)",
                  first_n, budget, c->ctx, *dropped, *dropped == 1 ? "" : "s", *n);
         if (cb && cb->on_notice) cb->on_notice(cb->user, note);
-    }
-    if (*n >= c->ctx) {
-        int have = *n;
-        free(*ids);
-        *ids = NULL;
-        return rad_error_set(RAD_E_RANGE, "context: the prompt is %d tokens and the context holds %d (--ctx)",
-                             have, c->ctx);
     }
     if (*n + budget > c->ctx) {
         snprintf(note, sizeof note, "context: the prompt (%d tokens) leaves room for %d of the %d reply tokens",
@@ -452,6 +527,17 @@ static int stopped(const RadConvCallbacks *cb)
 }
 
 /* ------------------------------------------------------------ the reply */
+
+uint64_t rad_conv_random_seed(void)
+{
+    uint32_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = (uint32_t)(ts.tv_nsec ^ ((uint64_t)ts.tv_sec * 2654435761u) ^ (uint32_t)getpid());
+    }
+    return v;
+}
 
 int rad_conv_buf_add(RadConvBuf *b, const char *s, size_t n)
 {
@@ -534,7 +620,10 @@ int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks 
     if (c->n_messages == 0 || (strcmp(c->messages[c->n_messages - 1].role, "user") &&
                                strcmp(c->messages[c->n_messages - 1].role, "tool")))
         return rad_error_set(RAD_E_ARG, "a reply needs a user turn to answer");
-    int rc = ensure_sampler(c, &s->sampler);
+    RadSamplerParams params = s->sampler;
+    if (s->seed_random) params.seed = rad_conv_random_seed();
+    st.seed = params.seed;
+    int rc = ensure_sampler(c, &params);
     if (rc) return rc;
 
     int32_t *ids = NULL;
@@ -583,7 +672,10 @@ int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks 
     for (;;) {
         if (stopped(cb)) { finish = RAD_FINISH_INTERRUPTED; break; }
         if (s->n_predict >= 0 && reply.n_tokens >= s->n_predict) { finish = RAD_FINISH_LENGTH; break; }
-        int token = rad_sampler_pick(c->sampler, c->logits, c->held, c->n_held, c->n_held);
+        /* The repeat penalty sees the reply only, never the prompt: a reply
+        ** that repeats itself is pushed on, one that quotes the question is
+        ** not pushed away from its words (docs/SAMPLING.md). */
+        int token = rad_sampler_pick(c->sampler, c->logits, reply.tokens, reply.n_tokens, c->n_held);
         if (reply.n_tokens == 0) {
             t_first = now_ms();
             st.ttft_ms = t_first - t0;
@@ -603,7 +695,11 @@ int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks 
         if (sink.failed) { rc = rad_error_set(RAD_E_NOMEM, "out of memory"); goto reply_fail; }
         if (stop_string && !s->ignore_eos) { finish = RAD_FINISH_STOP; break; }
         if (s->n_predict >= 0 && reply.n_tokens >= s->n_predict) { finish = RAD_FINISH_LENGTH; break; }
-        if (c->n_held >= c->ctx) { finish = RAD_FINISH_LENGTH; break; }
+        if (c->n_held >= c->ctx) {
+            finish = RAD_FINISH_LENGTH;
+            st.cut_by_context = 1;
+            break;
+        }
         if ((rc = reserve_held(c, c->n_held + 1))) goto reply_fail;
         if ((rc = rad_engine_eval(c->engine, c->seq, &token, 1, c->logits))) {
             reset_sequence(c);
@@ -611,8 +707,19 @@ int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks 
         }
         c->held[c->n_held++] = token;
     }
-    /* Whatever the decoder and the parser still hold belongs to the reply. */
+    if (st.cut_by_context && cb && cb->on_notice) {
+        char note[200];
+        snprintf(note, sizeof note,
+                 "context: the reply was cut at the end of the context (%d tokens, --ctx) after %d tokens",
+                 c->ctx, reply.n_tokens);
+        cb->on_notice(cb->user, note);
+    }
+    /* Whatever the decoder and the parser still hold belongs to the reply;
+    ** but a reply cut short (by -n, the context or Ctrl-C) may end inside a
+    ** character whose last bytes never came: those bytes are dropped, not
+    ** shown as U+FFFD. */
     size_t wrote = 0;
+    if (finish != RAD_FINISH_STOP) detok.n_pending = 0;
     if (rad_detok_flush(&detok, piece, piece_cap, &wrote) == RAD_OK && wrote) {
         if (parser) rad_reply_parser_feed(parser, piece, wrote, sink_emit, &sink);
         else sink_emit(&sink, RAD_REPLY_CONTENT, piece, wrote);

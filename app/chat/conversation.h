@@ -67,10 +67,19 @@ typedef struct RadConvSettings {
     int thinking;               /* 1 on, 0 off (the format's no_think), -1 the model's default */
     int ignore_eos;             /* keep generating past stop tokens (raw benchmarking) */
     RadContextPolicy context_policy;
+    int seed_random;            /* draw a fresh seed for every reply (sampler.seed is then ignored) */
+    int allow_special;          /* special-token strings in messages become control tokens */
 } RadConvSettings;
 
-/* Fill s with the defaults: rad_sampler_defaults, n_predict -1,
-** reply_reserve 0, thinking -1, ignore_eos 0, RAD_CONTEXT_DROP_OLDEST. */
+/* The repetition guard of conversations: a repeat penalty of 1.1 over the
+** last 64 tokens unless the user or the model says otherwise (greedy small
+** models otherwise loop until the context is full; docs/SAMPLING.md). */
+#define RAD_CONV_REPEAT_PENALTY 1.1f
+
+/* Fill s with the defaults: rad_sampler_defaults with repeat_penalty
+** RAD_CONV_REPEAT_PENALTY, a random seed per reply, n_predict -1,
+** reply_reserve 0, thinking -1, ignore_eos 0, RAD_CONTEXT_DROP_OLDEST,
+** special tokens in messages read as text. */
 void rad_conv_settings_defaults(RadConvSettings *s);
 
 /* Parse "drop-oldest" / "refuse" (config files and flags); -1 when neither. */
@@ -95,6 +104,8 @@ typedef struct RadConvStats {
     int prompt_evaluated;       /* of those, evaluated this turn (the rest were reused from the KV) */
     int completion_tokens;      /* tokens sampled, the final stop token included */
     int dropped_messages;       /* messages the context policy dropped for this reply */
+    int cut_by_context;         /* the reply stopped because the context was full */
+    uint64_t seed;              /* the seed the reply was sampled with */
     double render_ms;           /* rendering and tokenizing the prompt */
     double prefill_ms;          /* evaluating the prompt_evaluated tokens */
     double ttft_ms;             /* start to the first token sampled */
@@ -203,6 +214,9 @@ int rad_conv_snapshot(const RadConv *c, void **blob, size_t *size);
 ** empty and the next reply evaluates the whole prompt: callers show the
 ** message as a notice and carry on. */
 int rad_conv_restore(RadConv *c, const void *blob, size_t size, const int32_t *tokens, int n);
+
+/* A fresh random seed (32 bits, so it reads and types back easily). */
+uint64_t rad_conv_random_seed(void);
 
 /* A growing NUL-terminated string: the reply's parts here, run's prompt. */
 typedef struct RadConvBuf {

@@ -17,6 +17,7 @@
 ** a line of just """ opens a block that the next such line closes.
 */
 #include "../app.h"
+#include "../cli.h"
 #include "chat.h"
 #include "../tui/tui.h"
 
@@ -69,24 +70,28 @@ static Line *line_of(RadChat *c)
     return c->ui_data;
 }
 
+/* Notices and errors quote session titles, file names and model text:
+** control characters in them are shown as escapes (cli.h). */
 static void ui_notice(RadChat *c, const char *text)
 {
     Line *l = line_of(c);
     FILE *f = l->tty_out ? stdout : stderr;
-    fprintf(f, "%s%s%s\n", DIM(l), text, RESET(l));
+    fprintf(f, "%s%s%s\n", DIM(l), rad_safe_multiline(text), RESET(l));
     fflush(f);
 }
 
 static void ui_error(RadChat *c, const char *text)
 {
     Line *l = line_of(c);
-    fprintf(stderr, "%sradiance: %s%s\n", l->color ? "\033[1;31m" : "", text, RESET(l));
+    fprintf(stderr, "%sradiance: %s%s\n", l->color ? "\033[1;31m" : "", rad_safe_multiline(text), RESET(l));
 }
 
+/* Model text (a reply, stored messages): never a raw control character,
+** on a terminal or in a pipe (cli.h). */
 static void put(Line *l, const char *s, size_t n)
 {
     if (n == 0) return;
-    fwrite(s, 1, n, stdout);
+    rad_safe_fwrite(stdout, s, n, RAD_SAFE_TEXT);
     l->at_line_start = s[n - 1] == '\n';
     fflush(stdout);
 }
@@ -176,9 +181,10 @@ static void print_tail(Line *l, int n_last)
     int n = rad_conv_count(c->conv);
     for (int i = n - n_last < 0 ? 0 : n - n_last; i < n; i++) {
         const RadConvMessage *m = rad_conv_message(c->conv, i);
-        if (!strcmp(m->role, "user")) printf("%s\xe2\x80\xba %s%s\n", l->color ? "\033[1;32m" : "", m->content, RESET(l));
-        else if (!strcmp(m->role, "system")) printf("%ssystem: %s%s\n", DIM(l), m->content, RESET(l));
-        else printf("%s\n%s", m->content, rad_chat_row(c, i)->finish == RAD_FINISH_INTERRUPTED ? "[interrupted]\n" : "");
+        const char *text = rad_safe_multiline(m->content);
+        if (!strcmp(m->role, "user")) printf("%s\xe2\x80\xba %s%s\n", l->color ? "\033[1;32m" : "", text, RESET(l));
+        else if (!strcmp(m->role, "system")) printf("%ssystem: %s%s\n", DIM(l), text, RESET(l));
+        else printf("%s\n%s", text, rad_chat_row(c, i)->finish == RAD_FINISH_INTERRUPTED ? "[interrupted]\n" : "");
         if (!strcmp(m->role, "assistant")) putchar('\n');
     }
     fflush(stdout);

@@ -34,7 +34,8 @@ static const char usage[] =
     "Ctrl-C exits with status 130.\n"
     "\n"
     "MODEL is an alias, hf:ORG/REPO[@REV][:QUANT], or a path (.rad, .gguf, a Hugging\n"
-    "Face folder); default: the config's `model`, or a resumed session's model.\n"
+    "Face folder); default: the config's `model`, a resumed session's model, else\n"
+    "the default chat model " RAD_DEFAULT_CHAT_MODEL " (downloaded on first use).\n"
     "\n"
     "  -m, --model MODEL        the model\n"
     "      --continue           resume the most recent session\n"
@@ -151,12 +152,12 @@ int rad_cmd_chat(int argc, char **argv)
             rad_session_free(&info);
         }
     }
-    const char *spec = model_flag ? model_flag : s.model ? s.model : session_model;
-    if (!spec) {
-        fprintf(stderr, "radiance chat: a model is required (radiance chat MODEL, or `model` in the config)\n");
-        status = RAD_EXIT_USAGE;
-        goto done;
-    }
+    /* No model named or configured: the default chat model (radiance(1)),
+    ** downloaded on first use like any alias. */
+    const char *spec = model_flag ? model_flag : s.model ? s.model : session_model ? session_model : RAD_DEFAULT_CHAT_MODEL;
+    if (spec == (const char *)RAD_DEFAULT_CHAT_MODEL && !s.quiet)
+        fprintf(stderr, "radiance: no model named or configured: talking to the default chat model, %s\n",
+                RAD_DEFAULT_CHAT_MODEL);
     if (!(chat.model_spec = strdup(spec))) {
         rc = RAD_E_NOMEM;
         goto done;

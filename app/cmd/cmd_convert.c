@@ -16,23 +16,25 @@ static const char usage[] =
     "Nothing is written at OUT.rad unless conversion succeeds.\n"
     "\n"
     "  -o, --output FILE   the .rad file to write (required)\n"
-    "  -q, --quant Q       weight encoding of the matrices: f32, f16, bf16 (default), q8_0\n"
+    "      --quant Q       weight encoding of the matrices: f32, f16, bf16 (default), q8_0\n"
+    "  -q, --quiet         no progress lines, only errors\n"
     "      --plugins DIR   plugin folder (default: $RADIANCE_HOME/plugins or beside the binary)\n"
     "  -h, --help          this help\n";
 
 int rad_cmd_convert(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"output", required_argument, 0, 'o'}, {"quant", required_argument, 0, 'q'},
+        {"output", required_argument, 0, 'o'}, {"quant", required_argument, 0, 'Q'}, {"quiet", no_argument, 0, 'q'},
         {"plugins", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     const char *out = NULL, *quant = NULL, *plugins = NULL;
-    int c;
+    int c, quiet = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:q:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:qh", options, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
-        case 'q': quant = optarg; break;
+        case 'Q': quant = optarg; break;
+        case 'q': quiet = 1; break;
         case 'P': plugins = optarg; break;
         case 'h': fputs(usage, stdout); return RAD_EXIT_OK;
         default: fputs(usage, stderr); return RAD_EXIT_USAGE;
@@ -51,9 +53,9 @@ int rad_cmd_convert(int argc, char **argv)
             fprintf(stderr, "radiance convert: a GGUF is copied as stored; --quant does not apply\n");
             return RAD_EXIT_USAGE;
         }
-        rc = rad_convert_gguf(src, out, stderr);
+        rc = rad_convert_gguf(src, out, quiet ? NULL : stderr);
     } else {
-        rc = rad_convert_hf(src, out, quant ? quant : "bf16", plugins, stderr);
+        rc = rad_convert_hf(src, out, quant ? quant : "bf16", plugins, quiet ? NULL : stderr);
     }
     return rc ? rad_app_fail(rc) : RAD_EXIT_OK;
 }

@@ -18,34 +18,35 @@ static const char usage[] =
     "Hugging Face folder. A model already converted from the commit the revision names now is left\n"
     "as it is.\n"
     "\n"
-    "  -q, --quant Q     encoding to convert to: f32, f16, bf16 (default) or q8_0; for a GGUF\n"
+    "      --quant Q     encoding to convert to: f32, f16, bf16 (default) or q8_0; for a GGUF\n"
     "                    repository, the file's quantization (default Q4_K_M)\n"
     "      --offline     use only the cache, never the network (as HF_HUB_OFFLINE=1)\n"
-    "      --quiet       no progress lines, only errors\n"
+    "  -q, --quiet       no progress lines, only errors\n"
     "      --plugins DIR plugin folder for the converter\n"
     "  -h, --help        this help\n";
 
 int rad_cmd_pull(int argc, char **argv)
 {
-    enum { OFFLINE = 256, QUIET, PLUGINS };
+    enum { OFFLINE = 256, PLUGINS };
     static const struct option options[] = {
-        {"quant", required_argument, 0, 'q'}, {"offline", no_argument, 0, OFFLINE},
-        {"quiet", no_argument, 0, QUIET},     {"plugins", required_argument, 0, PLUGINS},
+        {"quant", required_argument, 0, 'Q'}, {"offline", no_argument, 0, OFFLINE},
+        /* -q is --quiet in every command; --quant is long only */
+        {"quiet", no_argument, 0, 'q'},       {"plugins", required_argument, 0, PLUGINS},
         {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
     };
     RadResolveOptions o = {.pull = 1, .log = stderr};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "q:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
         switch (c) {
-        case 'q':
+        case 'Q':
             o.quant = optarg;
+            break;
+        case 'q':
+            o.quiet = 1;
             break;
         case OFFLINE:
             o.offline = 1;
-            break;
-        case QUIET:
-            o.quiet = 1;
             break;
         case PLUGINS:
             o.plugin_dir = optarg;

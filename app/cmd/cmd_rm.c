@@ -21,7 +21,7 @@ static const char usage[] =
     "Remove a converted model (every quantization of it unless --quant names one). MODEL is a\n"
     "name that radiance list shows, or the spec it was pulled with.\n"
     "\n"
-    "  -q, --quant Q   remove only this quantization\n"
+    "      --quant Q   remove only this quantization\n"
     "      --purge     also remove its downloads from the Hugging Face cache: the snapshot, its\n"
     "                  blobs that no other snapshot links, and the refs to it\n"
     "  -h, --help      this help\n";
@@ -74,7 +74,7 @@ int rad_cmd_rm(int argc, char **argv)
 {
     enum { PURGE = 256 };
     static const struct option options[] = {
-        {"quant", required_argument, 0, 'q'},
+        {"quant", required_argument, 0, 'Q'}, /* long only: -q is --quiet in every command */
         {"purge", no_argument, 0, PURGE},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -82,9 +82,9 @@ int rad_cmd_rm(int argc, char **argv)
     const char *quant = NULL;
     int c, do_purge = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "q:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
-        case 'q':
+        case 'Q':
             quant = optarg;
             break;
         case PURGE:

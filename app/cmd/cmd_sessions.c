@@ -1,6 +1,13 @@
 /*
-** cmd_sessions.c: `radiance sessions list|show|search|rm|export`: the saved
-** chats, read from the session store (session_db.h).
+** cmd_sessions.c: `radiance sessions list|show|search|rm|export` (the saved
+** chats) and `radiance logs list|show|search|rm|export` (the logged `run`
+** exchanges, as `llm logs` keeps them), read from the session store
+** (session_db.h): one code path, filtered by the session's kind.
+**
+** Everything printed comes from the database, and so from users and
+** models: it goes through cli.h's terminal-safe text (control characters
+** shown as escapes), except export to a file or a pipe, which is the
+** conversation as it was written.
 **
 ** A session is named by its id or any prefix of it that only one session
 ** has; list prints the shortest prefixes that are unambiguous (at least 8
@@ -9,6 +16,7 @@
 ** so nothing saved is lost by exporting.
 */
 #include "../app.h"
+#include "../cli.h"
 #include "../models/hub.h"
 #include "../sessions/session_db.h"
 
@@ -20,6 +28,29 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+static const char logs_usage[] =
+    "usage: radiance logs [list] [--json] [-n N]\n"
+    "       radiance logs show [ID]\n"
+    "       radiance logs search TEXT... [--json] [-n N]\n"
+    "       radiance logs rm ID...\n"
+    "       radiance logs export ID (--md | --json) [-o FILE]\n"
+    "\n"
+    "The exchanges `radiance run` logged in $XDG_DATA_HOME/radiance/radiance.db (radiance run\n"
+    "--no-log, or `log = false` in the config, keeps one out; radiance run --continue follows up\n"
+    "the last). ID is an id or any prefix of it that names one exchange.\n"
+    "\n"
+    "  list          exchanges, most recent first: id, time, model, prompt\n"
+    "  show [ID]     one exchange, the prompt and the answer (default: the last)\n"
+    "  search TEXT   prompts and answers containing every word of TEXT (word* for a prefix)\n"
+    "  rm ID...      remove exchanges\n"
+    "  export ID     as Markdown (--md) or JSON (--json)\n"
+    "\n"
+    "  --json        list, search: one JSON array; export: one JSON object\n"
+    "  --md          export as Markdown\n"
+    "  -n, --limit N list, search: at most N rows\n"
+    "  -o, --output FILE  export: write FILE instead of standard output\n"
+    "  -h, --help    this help\n";
 
 static const char usage[] =
     "usage: radiance sessions [list] [--json] [-n N]\n"
@@ -43,12 +74,16 @@ static const char usage[] =
     "  -o, --output FILE  export: write FILE instead of standard output\n"
     "  -h, --help    this help\n";
 
+/* What the command lists: "chat" (sessions) or "run" (logs). */
+static const char *kind = "chat";
+static const char *command = "sessions";
+
 /* One line, as every radiance error is; --help has the rest. */
 static int usage_error(const char *fmt, const char *arg)
 {
-    fputs("radiance sessions: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (radiance sessions --help)\n", stderr);
+    fprintf(stderr, "radiance %s: ", command);
+    fprintf(stderr, fmt, rad_safe(arg));
+    fprintf(stderr, " (radiance %s --help)\n", command);
     return RAD_EXIT_USAGE;
 }
 
@@ -73,11 +108,13 @@ static json_t *iso_time(int64_t ms)
 
 static int emit_json(json_t *j, FILE *out)
 {
-    int rc = j && json_dumpf(j, out, JSON_INDENT(2)) == 0 && fputc('\n', out) != EOF
+    int rc = j && json_dumpf(j, out, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) == 0 && fputc('\n', out) != EOF
                  ? RAD_OK
-                 : rad_error_set(RAD_E_IO, "cannot write the JSON output");
+                 : RAD_E_IO;
     json_decref(j);
-    return rc;
+    int checked = rad_out_check(out, out == stdout ? "standard output" : "the output file");
+    if (checked) return checked;
+    return rc ? rad_error_set(RAD_E_IO, "cannot write the JSON output") : RAD_OK;
 }
 
 /* Stored JSON text as a value (null when absent; a string when it does not parse). */
@@ -128,28 +165,70 @@ static json_t *session_json(const RadSession *s)
     return o;
 }
 
+/* At most `width` display columns of s (UTF-8), with "..." when cut. */
+static void fit_column(const char *s, int width, char *buf, size_t cap)
+{
+    size_t n = strlen(s), i = 0;
+    int cols = 0;
+    while (i < n && cols < width) {
+        size_t k = 1;
+        while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80) k++;
+        i += k;
+        cols++;
+    }
+    if (i >= n) snprintf(buf, cap, "%s", s);
+    else {
+        /* cut three characters back for the ellipsis */
+        size_t j = i;
+        for (int back = 0; back < 3 && j > 0; back++) {
+            j--;
+            while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
+        }
+        snprintf(buf, cap, "%.*s...", (int)j, s);
+    }
+}
+
 static int cmd_list(RadSessionDb *db, int json, int limit)
 {
     RadSession *v;
     int n;
-    int rc = rad_session_list(db, limit, &v, &n);
+    int rc = rad_session_list_kind(db, kind, limit, &v, &n);
     if (rc) return rc;
     if (json) {
         json_t *a = json_array();
         for (int i = 0; i < n; i++) json_array_append_new(a, session_json(&v[i]));
         rc = emit_json(a, stdout);
     } else if (n == 0) {
-        fputs("radiance: no saved sessions yet; radiance chat saves one\n", stderr);
+        fputs(!strcmp(kind, "run") ? "radiance: nothing logged yet; radiance run logs each exchange\n"
+                                   : "radiance: no saved sessions yet; radiance chat saves one\n",
+              stderr);
     } else {
-        int w = short_len(v, n);
-        printf("%-*s  %-16s  %5s  %-20s  %s\n", w, "ID", "UPDATED", "MSGS", "MODEL", "TITLE");
+        /* The model as the user named it, a path by its file name: the
+        ** cache folders every path shares tell the rows apart not at all. */
+        int w = short_len(v, n), mw = 5;
+        char (*models)[64] = calloc((size_t)n, sizeof *models);
+        if (!models) {
+            rad_session_list_free(v, n);
+            return rad_error_set(RAD_E_NOMEM, "out of memory");
+        }
+        for (int i = 0; i < n; i++) {
+            char name[512];
+            rad_model_display_name(v[i].model_name[0] ? v[i].model_name : "-", name, sizeof name);
+            fit_column(rad_safe(name), 32, models[i], sizeof models[i]);
+            int cols = rad_text_columns(models[i]);
+            if (cols > mw) mw = cols;
+        }
+        int run = !strcmp(kind, "run");
+        printf("%-*s  %-16s  %5s  %-*s  %s\n", w, "ID", run ? "WHEN" : "UPDATED", "MSGS", mw, "MODEL",
+               run ? "PROMPT" : "TITLE");
         for (int i = 0; i < n; i++) {
             char when[32];
             one_line(v[i].title);
-            printf("%-*.*s  %-16s  %5d  %-20.20s  %s\n", w, w, v[i].id,
-                   local_time(v[i].updated_ms, when, sizeof when), v[i].n_messages,
-                   v[i].model_name[0] ? v[i].model_name : "-", v[i].title[0] ? v[i].title : "(untitled)");
+            printf("%-*.*s  %-16s  %5d  %s%*s  %s\n", w, w, v[i].id, local_time(v[i].updated_ms, when, sizeof when),
+                   v[i].n_messages, models[i], mw - rad_text_columns(models[i]), "",
+                   v[i].title[0] ? rad_safe(v[i].title) : "(untitled)");
         }
+        free(models);
     }
     rad_session_list_free(v, n);
     return rc;
@@ -168,8 +247,11 @@ static void fork_place(const RadMessageList *all, const RadMessage *m, int *k, i
         }
 }
 
-static void print_indented(const char *text, const char *prefix)
+/* Stored text, line by line under a prefix, with control characters shown
+** as escapes (cli.h). */
+static void print_indented(const char *raw, const char *prefix)
 {
+    const char *text = rad_safe_multiline(raw);
     const char *p = text;
     while (*p) {
         const char *nl = strchr(p, '\n');
@@ -193,17 +275,17 @@ static int cmd_show(RadSessionDb *db, const char *id)
     if (!rc) rc = rad_snapshot_usage(db, id, &snaps, &stored, NULL);
     if (!rc) {
         char c[32], u[32], b[32];
-        printf("session   %s\n", s.id);
-        printf("title     %s\n", s.title[0] ? s.title : "(untitled)");
+        printf("session   %s%s\n", s.id, !strcmp(s.kind, "run") ? " (a logged run)" : "");
+        printf("title     %s\n", s.title[0] ? rad_safe(s.title) : "(untitled)");
         if (s.model_name[0] || s.model_id[0])
-            printf("model     %s%s%.12s%s\n", s.model_name, s.model_id[0] ? " (id " : "", s.model_id,
+            printf("model     %s%s%.12s%s\n", rad_safe(s.model_name), s.model_id[0] ? " (id " : "", rad_safe(s.model_id),
                    s.model_id[0] ? ")" : "");
         printf("created   %s\nupdated   %s\n", local_time(s.created_ms, c, sizeof c),
                local_time(s.updated_ms, u, sizeof u));
         printf("messages  %d", all.n);
         if (all.n != branch.n) printf(" (%d on the current branch; the rest are forks)", branch.n);
         printf("\n");
-        if (s.sampler_json) printf("sampler   %s\n", s.sampler_json);
+        if (s.sampler_json) printf("sampler   %s\n", rad_safe(s.sampler_json));
         if (snaps) printf("snapshots %d (%s)\n", snaps, rad_hub_format_bytes(stored, b, sizeof b));
         if (s.system_prompt) {
             printf("system    ");
@@ -213,18 +295,18 @@ static int cmd_show(RadSessionDb *db, const char *id)
             const RadMessage *m = &branch.v[i];
             int k, of;
             fork_place(&all, m, &k, &of);
-            printf("\n[%s]", m->role);
+            printf("\n[%s]", rad_safe(m->role));
             if (of > 1) printf(" (version %d of %d)", k, of);
             if (m->completion_tokens)
                 printf(" %d tokens%s%s", m->completion_tokens, m->finish ? ", " : "",
-                       m->finish ? m->finish : "");
+                       m->finish ? rad_safe(m->finish) : "");
             printf("\n");
             if (m->reasoning && *m->reasoning) {
                 printf("  (thinking)\n");
                 print_indented(m->reasoning, "  | ");
             }
             if (m->tool_calls_json && strcmp(m->tool_calls_json, "[]") != 0)
-                printf("  (tool calls) %s\n", m->tool_calls_json);
+                printf("  (tool calls) %s\n", rad_safe(m->tool_calls_json));
             print_indented(m->content, "  ");
         }
     }
@@ -236,16 +318,48 @@ static int cmd_show(RadSessionDb *db, const char *id)
 
 /* ------------------------------------------------------------ search */
 
+/* A search snippet: its "\x1e[" ... "]\x1e" marks as bold (or brackets), the
+** rest made safe.  The marks travel as record separators, which the safe
+** text shows escaped, so they are found before it is made safe. */
+static void print_snippet(const char *snippet, int color)
+{
+    const char *p = snippet;
+    for (;;) {
+        const char *open = strstr(p, "\x1e["), *close = open ? strstr(open + 2, "]\x1e") : NULL;
+        size_t plain = open && close ? (size_t)(open - p) : strlen(p);
+        rad_safe_fwrite(stdout, p, plain, RAD_SAFE_LINE);
+        if (!open || !close) break;
+        fputs(color ? "\033[1m" : "[", stdout);
+        rad_safe_fwrite(stdout, open + 2, (size_t)(close - open - 2), RAD_SAFE_LINE);
+        fputs(color ? "\033[0m" : "]", stdout);
+        p = close + 2;
+    }
+    fputc('\n', stdout);
+}
+
+/* A JSON snippet keeps the brackets of the plain output. */
+static void plain_marks(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++)
+        if (*r != '\x1e') *w++ = *r;
+    *w = 0;
+}
+
 static int cmd_search(RadSessionDb *db, const char *text, int json, int limit)
 {
     int color = !json && getenv("NO_COLOR") == NULL && isatty(STDOUT_FILENO);
     RadSearchHit *h;
     int n;
-    int rc = rad_session_search(db, text, color ? "\033[1m" : "[", color ? "\033[0m" : "]", limit, &h, &n);
+    /* The marks are plain brackets in the database's text; bold is added
+    ** after the snippet has been made safe, so no stored byte reaches the
+    ** terminal raw. */
+    int rc = rad_session_search_kind(db, kind, text, "\x1e[", "]\x1e", limit, &h, &n);
     if (rc) return rc;
     if (json) {
         json_t *a = json_array();
         for (int i = 0; i < n; i++) {
+            plain_marks(h[i].snippet);
             json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:s,s:I}", "session", h[i].session_id, "title",
                                   h[i].title, "message_id", (json_int_t)h[i].message_id, "role", h[i].role,
                                   "snippet", h[i].snippet, "created_ms", (json_int_t)h[i].created_ms);
@@ -253,15 +367,16 @@ static int cmd_search(RadSessionDb *db, const char *text, int json, int limit)
         }
         rc = emit_json(a, stdout);
     } else if (n == 0) {
-        fprintf(stderr, "radiance: no message contains \"%s\"\n", text);
+        fprintf(stderr, "radiance: no message contains \"%s\"\n", rad_safe(text));
     } else {
         for (int i = 0; i < n; i++) {
-            char when[32];
+            char when[32], title[128];
             one_line(h[i].snippet);
             one_line(h[i].title);
-            printf("%.8s  %s  %-9s  %-24.24s  %s\n", h[i].session_id,
-                   local_time(h[i].created_ms, when, sizeof when), h[i].role,
-                   h[i].title[0] ? h[i].title : "(untitled)", h[i].snippet);
+            fit_column(h[i].title[0] ? rad_safe(h[i].title) : "(untitled)", 24, title, sizeof title);
+            printf("%.8s  %s  %-9s  %s%*s  ", h[i].session_id, local_time(h[i].created_ms, when, sizeof when),
+                   rad_safe(h[i].role), title, 24 - rad_text_columns(title), "");
+            print_snippet(h[i].snippet, color);
         }
     }
     rad_search_hits_free(h, n);
@@ -380,13 +495,38 @@ static int cmd_export(RadSessionDb *db, const char *id, int json, const char *pa
     if (rc) return rc;
     rc = rad_session_branch(db, id, 0, &branch);
     if (!rc) rc = rad_session_messages(db, id, &all);
+    /* A file is written whole or not at all (cli.h): a full disk leaves no
+    ** empty file behind, and the message says why. */
+    RadOutFile file = {.slot = -1};
     FILE *out = stdout;
-    if (!rc && path && !(out = fopen(path, "w"))) {
-        out = stdout;
-        rc = rad_error_set(RAD_E_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (!rc && path) {
+        rc = rad_outfile_open(&file, path);
+        if (!rc) out = file.f;
+    }
+    /* Markdown to a terminal is shown safely; to a file or a pipe it is the
+    ** conversation as written. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = NULL;
+    if (!rc && !json && out == stdout && isatty(STDOUT_FILENO)) {
+        if (!(mem = open_memstream(&buf, &len))) rc = rad_error_set(RAD_E_NOMEM, "out of memory");
+        else out = mem;
     }
     if (!rc) rc = json ? export_json(&s, &branch, &all, out) : export_md(&s, &branch, all.n, out);
-    if (out != stdout && fclose(out) != 0 && !rc) rc = rad_error_set(RAD_E_IO, "%s: cannot write", path);
+    if (mem) {
+        fclose(mem);
+        if (!rc) {
+            rad_safe_fwrite(stdout, buf, len, RAD_SAFE_TEXT);
+            rc = rad_out_check(stdout, "standard output");
+        }
+        free(buf);
+    }
+    if (path) {
+        if (!rc && file.f) rc = rad_outfile_commit(&file);
+        else rad_outfile_abort(&file);
+    } else if (!rc) {
+        rc = rad_out_check(stdout, "standard output");
+    }
     rad_message_list_free(&branch);
     rad_message_list_free(&all);
     rad_session_free(&s);
@@ -412,7 +552,7 @@ static int cmd_rm(RadSessionDb *db, char **ids, int n)
         if (!rc) rc = rad_session_remove(db, full[i]);
         if (!rc) {
             one_line(s.title);
-            printf("removed %s  %s\n", full[i], s.title[0] ? s.title : "(untitled)");
+            printf("removed %s  %s\n", full[i], s.title[0] ? rad_safe(s.title) : "(untitled)");
         }
         rad_session_free(&s);
     }
@@ -422,7 +562,7 @@ static int cmd_rm(RadSessionDb *db, char **ids, int n)
 
 /* ------------------------------------------------------------ dispatch */
 
-int rad_cmd_sessions(int argc, char **argv)
+static int sessions_main(int argc, char **argv)
 {
     enum { JSON = 256, MD };
     static const struct option options[] = {
@@ -456,7 +596,7 @@ int rad_cmd_sessions(int argc, char **argv)
             output = optarg;
             break;
         case 'h':
-            fputs(usage, stdout);
+            fputs(!strcmp(kind, "run") ? logs_usage : usage, stdout);
             return RAD_EXIT_OK;
         default:
             return usage_error("unknown option, or one missing its value: '%s'", argv[optind - 1]);
@@ -474,10 +614,14 @@ int rad_cmd_sessions(int argc, char **argv)
         else if (!(rc = rad_sdb_open(NULL, &db)))
             rc = cmd_list(db, json, limit);
     } else if (!strcmp(sub, "show")) {
-        if (nops != 2)
+        int latest = nops == 1 && !strcmp(kind, "run");
+        if (nops != 2 && !latest)
             status = usage_error("%s", "show wants one session ID");
-        else if (!(rc = rad_sdb_open(NULL, &db)) && !(rc = rad_session_resolve(db, ops[1], id)))
+        else if (!(rc = rad_sdb_open(NULL, &db)) &&
+                 !(rc = latest ? rad_session_latest_kind(db, kind, id) : rad_session_resolve(db, ops[1], id)))
             rc = cmd_show(db, id);
+        if (rc == RAD_E_NOTFOUND && latest)
+            rc = rad_error_set(RAD_E_NOTFOUND, "nothing logged yet; radiance run logs each exchange");
     } else if (!strcmp(sub, "search")) {
         if (nops < 2) {
             status = usage_error("%s", "search wants the words to look for");
@@ -511,4 +655,18 @@ int rad_cmd_sessions(int argc, char **argv)
     rad_sdb_close(db);
     if (rc) return rad_app_fail(rc);
     return status;
+}
+
+int rad_cmd_sessions(int argc, char **argv)
+{
+    kind = "chat";
+    command = "sessions";
+    return sessions_main(argc, argv);
+}
+
+int rad_cmd_logs(int argc, char **argv)
+{
+    kind = "run";
+    command = "logs";
+    return sessions_main(argc, argv);
 }

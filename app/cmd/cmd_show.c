@@ -5,6 +5,8 @@
 ** read from the container's header without loading the engine.
 */
 #include "../app.h"
+#include "../cli.h"
+#include "../chat/model_sampling.h"
 #include "../../engine/text/rad_text.h"
 #include "../../formats/gguf_container.h"
 #include "../models/hub.h"
@@ -23,7 +25,7 @@ static const char usage[] =
     "Describe a converted model (a name that radiance list shows, or a .rad file): its source and\n"
     "digest, its architecture and sizes, and the encoding of each kind of tensor.\n"
     "\n"
-    "  -q, --quant Q   which quantization, when several are converted\n"
+    "      --quant Q   which quantization, when several are converted\n"
     "  -h, --help      this help\n";
 
 static void date(const char *label, int64_t t)
@@ -47,7 +49,7 @@ static int64_t meta_int(const RadContainer *c, const char *key)
 static const char *meta_str(const RadContainer *c, const char *key)
 {
     const RadMetaKV *kv = rad_meta_table_find(&c->meta, key);
-    return kv && kv->type == RAD_META_STRING ? kv->s : "?";
+    return kv && kv->type == RAD_META_STRING ? rad_safe(kv->s) : "?";
 }
 
 /* "blk.12.attn_q.weight" -> "attn_q.weight": a kind of tensor, per layer. */
@@ -84,8 +86,10 @@ static void show_tokenizer(const RadContainer *c)
         /* The first line, enough to recognise the format. */
         const char *nl = strchr(d->chat_template, '\n');
         int n = nl ? (int)(nl - d->chat_template) : (int)strlen(d->chat_template);
-        printf("%-14s%.*s%s (%zu bytes)\n", "chat template", n > 100 ? 100 : n, d->chat_template,
-               n > 100 || nl ? " ..." : "", strlen(d->chat_template));
+        char first[128];
+        snprintf(first, sizeof first, "%.*s", n > 100 ? 100 : n, d->chat_template);
+        printf("%-14s%s%s (%zu bytes)\n", "chat template", rad_safe(first), n > 100 || nl ? " ..." : "",
+               strlen(d->chat_template));
     } else {
         printf("%-14s%s\n", "chat template", "none");
     }
@@ -136,31 +140,39 @@ static void show_container(const RadContainer *c)
         for (int d = 0; d < kinds[j].first->rank && used < sizeof shape; d++)
             used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%lld", d ? "x" : "",
                                      (long long)kinds[j].first->shape[d]);
-        printf("  %-28s %5d  %-9s %-16s %10s\n", kinds[j].name, kinds[j].count, e ? e->name : "?",
+        printf("  %-28s %5d  %-9s %-16s %10s\n", rad_safe(kinds[j].name), kinds[j].count, e ? e->name : "?",
                shape[0] ? shape : "scalar", rad_hub_format_bytes((int64_t)kinds[j].bytes, b, sizeof b));
     }
     free(kinds);
     if (c->n_blobs) {
         printf("%-14s", "files");
-        for (int i = 0; i < c->n_blobs; i++) printf("%s%s", i ? ", " : "", c->blobs[i].name);
+        for (int i = 0; i < c->n_blobs; i++) printf("%s%s", i ? ", " : "", rad_safe(c->blobs[i].name));
         printf("\n");
     }
     show_tokenizer(c);
+    /* The sampling the model's makers recommend (model_sampling.h). */
+    uint64_t gen_size = 0;
+    const char *gen = rad_container_blob(c, "generation_config.json", &gen_size);
+    RadModelSampling rec;
+    rad_model_sampling_from(c->meta.kv, c->meta.n, gen, (size_t)gen_size, &rec);
+    char line[256];
+    rad_model_sampling_line(&rec, line, sizeof line);
+    printf("%-14s%s\n", "sampling", line);
 }
 
 int rad_cmd_show(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"quant", required_argument, 0, 'q'},
+        {"quant", required_argument, 0, 'Q'}, /* long only: -q is --quiet in every command */
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *quant = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "q:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
-        case 'q':
+        case 'Q':
             quant = optarg;
             break;
         case 'h':
@@ -198,18 +210,19 @@ int rad_cmd_show(int argc, char **argv)
     if (!rc) {
         char b[32];
         if (row.name) {
-            printf("%-14s%s\n", "model", row.name);
-            printf("%-14s%s\n", "quant", row.quant);
+            printf("%-14s%s\n", "model", rad_safe(row.name));
+            printf("%-14s%s\n", "quant", rad_safe(row.quant));
             if (row.commit_sha[0])
-                printf("%-14s%s@%s (commit %s)\n", "source", row.source, row.revision, row.commit_sha);
+                printf("%-14s%s@%s (commit %s)\n", "source", rad_safe(row.source), rad_safe(row.revision),
+                       rad_safe(row.commit_sha));
             else
-                printf("%-14s%s\n", "source", row.source);
-            printf("%-14s%s (%s)\n", "file", row.path, rad_hub_format_bytes(row.size, b, sizeof b));
+                printf("%-14s%s\n", "source", rad_safe(row.source));
+            printf("%-14s%s (%s)\n", "file", rad_safe(row.path), rad_hub_format_bytes(row.size, b, sizeof b));
             printf("%-14s%s\n", "sha256", row.sha256);
             date("converted", row.created);
             date("last used", row.last_used);
         } else {
-            printf("%-14s%s\n", "file", path);
+            printf("%-14s%s\n", "file", rad_safe(path));
         }
         rc = rad_container_open_any(path, &cont);
         if (!rc) rc = rad_container_resolve_family(cont, NULL);    /* a GGUF's plugin family */

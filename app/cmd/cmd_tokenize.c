@@ -4,6 +4,8 @@
 ** what the model will see.
 */
 #include "../app.h"
+#include "../cli.h"
+#include "../models/model_store.h"
 #include "../../engine/text/rad_text.h"
 
 #include <errno.h>
@@ -21,7 +23,7 @@ static const char usage[] =
     "Print the token ids of TEXT (or of standard input when no TEXT is given),\n"
     "comma-separated on one line.\n"
     "\n"
-    "  -m, --model FILE      a .rad model; its tokenizer is used\n"
+    "  -m, --model MODEL     a model (a .rad or .gguf file, an alias, hf:ORG/REPO); its tokenizer\n"
     "      --tokenizer FILE  a tokenizer.json (tokenizer_config.json beside it is read too)\n"
     "      --json            print a JSON array of {\"id\", \"piece\"} objects instead\n"
     "      --no-special      add no BOS/EOS, and read special-token strings in TEXT as plain text\n"
@@ -59,12 +61,15 @@ static char *join_args(int argc, char **argv, size_t *len)
     return s;
 }
 
+/* A JSON string; control characters (C0, DEL, C1) escaped, so the output
+** is safe on a terminal too. */
 static void print_json_string(const char *s)
 {
     putchar('"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"' || *p == '\\') printf("\\%c", *p);
-        else if (*p < 0x20) printf("\\u%04x", *p);
+        else if (*p < 0x20 || *p == 0x7f) printf("\\u%04x", *p);
+        else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) printf("\\u%04x", *++p);
         else putchar(*p);
     }
     putchar('"');
@@ -98,7 +103,10 @@ static int decode_ids(const RadText *t, const char *text)
     int rc = rad_text_decode(t, ids, n, 0, &out, &len);
     free(ids);
     if (rc) return rc;
-    fwrite(out, 1, len, stdout);
+    /* The text as it is for a pipe; on a terminal, control characters
+    ** shown as escapes (cli.h). */
+    if (isatty(STDOUT_FILENO)) rad_safe_fwrite(stdout, out, len, RAD_SAFE_TEXT);
+    else fwrite(out, 1, len, stdout);
     putchar('\n');
     free(out);
     return RAD_OK;
@@ -130,7 +138,15 @@ int rad_cmd_tokenize(int argc, char **argv)
         return RAD_EXIT_USAGE;
     }
     RadText *t = NULL;
-    int rc = rad_text_open_path(model, &t);
+    char *resolved = NULL;
+    int rc = RAD_OK;
+    /* A file is read as it is; any other MODEL is resolved as run resolves it. */
+    if (access(model, F_OK) != 0) {
+        RadResolveOptions o = {.quiet = 1};
+        rc = rad_model_resolve(model, &o, &resolved);
+    }
+    if (!rc) rc = rad_text_open_path(resolved ? resolved : model, &t);
+    free(resolved);
     if (rc) return rad_app_fail(rc);
     if (decode) {
         rc = decode_ids(t, decode);

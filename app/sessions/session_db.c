@@ -222,6 +222,9 @@ static const char *const migrations[] = {
     "CREATE INDEX snapshots_lookup ON snapshots(model_id, n_tokens);"
     "CREATE INDEX snapshots_session ON snapshots(session_id);"
     "CREATE INDEX snapshots_lru ON snapshots(last_used_ms);",
+    /* 1 -> 2: `run` is logged too; a session says which command made it */
+    "ALTER TABLE sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'chat' CHECK (kind IN ('chat', 'run'));"
+    "CREATE INDEX sessions_kind ON sessions(kind, updated_ms);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 _Static_assert(N_MIGRATIONS == RAD_SESSION_SCHEMA_VERSION, "one migration per schema version");
@@ -422,6 +425,8 @@ static int new_id(char id[RAD_SESSION_ID_LEN + 1])
 
 static int check_fields(const RadSessionFields *f)
 {
+    if (f && f->kind && strcmp(f->kind, "chat") && strcmp(f->kind, "run"))
+        return rad_error_set(RAD_E_ARG, "a session's kind is chat or run, not '%s'", f->kind);
     if (f && f->sampler_json && *f->sampler_json && !rad_sdb_valid_json(f->sampler_json, 0))
         return rad_error_set(RAD_E_ARG, "sampler settings are not a JSON object: %.60s", f->sampler_json);
     return RAD_OK;
@@ -447,7 +452,7 @@ int rad_session_create(RadSessionDb *db, const RadSessionFields *f, char id[RAD_
     rc = rad_sdb_prep(
         db,
         "INSERT INTO sessions (id, title, created_ms, updated_ms, model_id, model_name, system_prompt, "
-        "sampler) VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7)",
+        "sampler, kind) VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7, ?8)",
         &st, doing);
     if (!rc) {
         rad_sdb_bind_text(st, 1, id);
@@ -457,6 +462,7 @@ int rad_session_create(RadSessionDb *db, const RadSessionFields *f, char id[RAD_
         rad_sdb_bind_text(st, 5, f->model_name ? f->model_name : "");
         rad_sdb_bind_text(st, 6, or_null(f->system_prompt));
         rad_sdb_bind_text(st, 7, or_null(f->sampler_json));
+        rad_sdb_bind_text(st, 8, f->kind ? f->kind : "chat");
         rc = rad_sdb_run(db, st, doing);
     }
     return rad_sdb_end(db, rc, doing);
@@ -529,11 +535,19 @@ int rad_session_resolve(RadSessionDb *db, const char *prefix, char id[RAD_SESSIO
 
 int rad_session_latest(RadSessionDb *db, char id[RAD_SESSION_ID_LEN + 1])
 {
+    return rad_session_latest_kind(db, NULL, id);
+}
+
+int rad_session_latest_kind(RadSessionDb *db, const char *kind, char id[RAD_SESSION_ID_LEN + 1])
+{
     id[0] = 0;
     sqlite3_stmt *st;
-    int rc = rad_sdb_prep(db, "SELECT id FROM sessions ORDER BY updated_ms DESC, rowid DESC LIMIT 1", &st,
-                          "finding the latest session");
+    int rc = rad_sdb_prep(db,
+                          "SELECT id FROM sessions WHERE ?1 IS NULL OR kind = ?1"
+                          " ORDER BY updated_ms DESC, rowid DESC LIMIT 1",
+                          &st, "finding the latest session");
     if (rc) return rc;
+    rad_sdb_bind_text(st, 1, kind);
     int src = sqlite3_step(st);
     if (src == SQLITE_ROW)
         snprintf(id, RAD_SESSION_ID_LEN + 1, "%s", (const char *)sqlite3_column_text(st, 0));
@@ -547,7 +561,7 @@ int rad_session_latest(RadSessionDb *db, char id[RAD_SESSION_ID_LEN + 1])
 
 #define SESSION_COLUMNS                                                                                      \
     "s.id, s.title, s.created_ms, s.updated_ms, s.model_id, s.model_name, s.system_prompt, s.sampler, "      \
-    "coalesce(s.leaf_id, 0), (SELECT count(*) FROM messages m WHERE m.session_id = s.id)"
+    "coalesce(s.leaf_id, 0), (SELECT count(*) FROM messages m WHERE m.session_id = s.id), s.kind"
 
 static int read_session(sqlite3_stmt *st, RadSession *s)
 {
@@ -562,6 +576,7 @@ static int read_session(sqlite3_stmt *st, RadSession *s)
     s->sampler_json = rad_sdb_col_str(st, 7, 1);
     s->leaf_id = sqlite3_column_int64(st, 8);
     s->n_messages = sqlite3_column_int(st, 9);
+    snprintf(s->kind, sizeof s->kind, "%s", sqlite3_column_text(st, 10) ? (const char *)sqlite3_column_text(st, 10) : "chat");
     if (!s->title || !s->model_id || !s->model_name ||
         (sqlite3_column_type(st, 6) != SQLITE_NULL && !s->system_prompt) ||
         (sqlite3_column_type(st, 7) != SQLITE_NULL && !s->sampler_json)) {
@@ -603,14 +618,21 @@ int rad_session_get(RadSessionDb *db, const char *id, RadSession *out)
 
 int rad_session_list(RadSessionDb *db, int limit, RadSession **out, int *n)
 {
+    return rad_session_list_kind(db, NULL, limit, out, n);
+}
+
+int rad_session_list_kind(RadSessionDb *db, const char *kind, int limit, RadSession **out, int *n)
+{
     *out = NULL;
     *n = 0;
     sqlite3_stmt *st;
-    int rc = rad_sdb_prep(
-        db, "SELECT " SESSION_COLUMNS " FROM sessions s ORDER BY s.updated_ms DESC, s.rowid DESC LIMIT ?1",
-        &st, "listing sessions");
+    int rc = rad_sdb_prep(db,
+                          "SELECT " SESSION_COLUMNS " FROM sessions s WHERE ?2 IS NULL OR s.kind = ?2"
+                          " ORDER BY s.updated_ms DESC, s.rowid DESC LIMIT ?1",
+                          &st, "listing sessions");
     if (rc) return rc;
     sqlite3_bind_int(st, 1, limit > 0 ? limit : -1);
+    rad_sdb_bind_text(st, 2, kind);
     RadSession *v = NULL;
     int count = 0, cap = 0, src;
     while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {

@@ -39,7 +39,7 @@
 #include "../../engine/sample.h"
 
 #define RAD_SESSION_ID_LEN          16          /* hex characters of a session id */
-#define RAD_SESSION_SCHEMA_VERSION  1           /* what this build writes; see radiance-sessions(5) */
+#define RAD_SESSION_SCHEMA_VERSION  2           /* what this build writes; see radiance-sessions(5) */
 #define RAD_SNAPSHOT_BUDGET_DEFAULT (1LL << 30) /* compressed bytes of snapshots kept: 1 GiB */
 
 typedef struct RadSessionDb RadSessionDb;
@@ -85,6 +85,7 @@ typedef struct RadSessionFields {
     const char *model_name;    /* the MODEL spec the user gave ("qwen3:0.6b") */
     const char *system_prompt; /* "" removes it */
     const char *sampler_json;  /* a JSON object, e.g. rad_session_sampler_json's */
+    const char *kind;          /* create: "chat" (NULL) or "run" (a logged one-shot exchange) */
 } RadSessionFields;
 
 typedef struct RadSession {
@@ -96,6 +97,7 @@ typedef struct RadSession {
     char *sampler_json;          /* NULL: none */
     int64_t leaf_id;             /* the current branch's last message; 0 when empty */
     int n_messages;              /* every message, forks included */
+    char kind[8];                /* "chat" or "run" */
 } RadSession;
 
 /* Create a session; its id (16 hex characters) goes to id. */
@@ -108,12 +110,16 @@ int rad_session_update(RadSessionDb *db, const char *id, const RadSessionFields 
 int rad_session_resolve(RadSessionDb *db, const char *prefix, char id[RAD_SESSION_ID_LEN + 1]);
 /* The session updated last (radiance chat --continue); RAD_E_NOTFOUND when none. */
 int rad_session_latest(RadSessionDb *db, char id[RAD_SESSION_ID_LEN + 1]);
+/* The same among sessions of one kind ("chat", "run"; NULL: any). */
+int rad_session_latest_kind(RadSessionDb *db, const char *kind, char id[RAD_SESSION_ID_LEN + 1]);
 
 /* One session; RAD_E_NOTFOUND when there is none with this id. */
 int rad_session_get(RadSessionDb *db, const char *id, RadSession *out);
 void rad_session_free(RadSession *s);
 /* Sessions, most recently updated first; limit <= 0 for all. */
 int rad_session_list(RadSessionDb *db, int limit, RadSession **out, int *n);
+/* The same among sessions of one kind (NULL: any). */
+int rad_session_list_kind(RadSessionDb *db, const char *kind, int limit, RadSession **out, int *n);
 void rad_session_list_free(RadSession *v, int n);
 
 /* Remove a session with its messages and the snapshots it saved. */
@@ -166,6 +172,12 @@ int rad_session_add_message(RadSessionDb *db, const char *session_id, int64_t pa
 ** the tree, role and time stay. */
 int rad_session_update_message(RadSessionDb *db, int64_t id, const RadMessage *m);
 
+/* Take back message id, which must be its branch's last (no replies under
+** it): a user turn the model refused (too long for the context).  The
+** session's leaf goes back to its parent.  RAD_E_ARG when it has children,
+** RAD_E_NOTFOUND when there is no such message in the session. */
+int rad_session_delete_message(RadSessionDb *db, const char *session_id, int64_t id);
+
 /* Make the branch ending at (or passing through) message `leaf` current.
 ** Through: the branch continues down its newest children. */
 int rad_session_set_leaf(RadSessionDb *db, const char *session_id, int64_t leaf);
@@ -198,6 +210,9 @@ typedef struct RadSearchHit {
 ** first; limit <= 0 for all. */
 int rad_session_search(RadSessionDb *db, const char *text, const char *mark_open, const char *mark_close,
                        int limit, RadSearchHit **out, int *n);
+/* The same in sessions of one kind (NULL: any). */
+int rad_session_search_kind(RadSessionDb *db, const char *kind, const char *text, const char *mark_open,
+                            const char *mark_close, int limit, RadSearchHit **out, int *n);
 void rad_search_hits_free(RadSearchHit *v, int n);
 
 /* ------------------------------------------------------------ KV snapshots */

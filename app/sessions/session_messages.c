@@ -221,6 +221,46 @@ int rad_session_update_message(RadSessionDb *db, int64_t id, const RadMessage *m
     return rad_sdb_end(db, rc, doing);
 }
 
+int rad_session_delete_message(RadSessionDb *db, const char *session_id, int64_t id)
+{
+    const char *doing = "taking back a message";
+    int rc = rad_sdb_begin(db, doing);
+    if (rc) return rc;
+    sqlite3_stmt *st;
+    int64_t parent = 0;
+    rc = rad_sdb_prep(db,
+                      "SELECT coalesce(parent_id, 0), (SELECT count(*) FROM messages c WHERE c.parent_id = m.id)"
+                      " FROM messages m WHERE m.id = ?1 AND m.session_id = ?2",
+                      &st, doing);
+    if (!rc) {
+        sqlite3_bind_int64(st, 1, id);
+        rad_sdb_bind_text(st, 2, session_id);
+        int src = sqlite3_step(st);
+        if (src == SQLITE_ROW) {
+            parent = sqlite3_column_int64(st, 0);
+            if (sqlite3_column_int(st, 1) > 0)
+                rc = rad_error_set(RAD_E_ARG, "message %lld has replies; it cannot be taken back", (long long)id);
+        } else {
+            rc = src == SQLITE_DONE ? rad_error_set(RAD_E_NOTFOUND, "no message %lld in session %s", (long long)id,
+                                                    session_id)
+                                    : rad_sdb_fail(db, doing);
+        }
+        sqlite3_finalize(st);
+    }
+    if (!rc) rc = rad_sdb_prep(db, "UPDATE sessions SET leaf_id = nullif(?2, 0) WHERE id = ?1", &st, doing);
+    if (!rc) {
+        rad_sdb_bind_text(st, 1, session_id);
+        sqlite3_bind_int64(st, 2, parent);
+        rc = rad_sdb_run(db, st, doing);
+    }
+    if (!rc) rc = rad_sdb_prep(db, "DELETE FROM messages WHERE id = ?1", &st, doing);
+    if (!rc) {
+        sqlite3_bind_int64(st, 1, id);
+        rc = rad_sdb_run(db, st, doing);
+    }
+    return rad_sdb_end(db, rc, doing);
+}
+
 int rad_session_set_leaf(RadSessionDb *db, const char *session_id, int64_t leaf)
 {
     const char *doing = "switching branches";
@@ -441,6 +481,12 @@ static char *fts_query(const char *text)
 int rad_session_search(RadSessionDb *db, const char *text, const char *mark_open, const char *mark_close,
                        int limit, RadSearchHit **out, int *n)
 {
+    return rad_session_search_kind(db, NULL, text, mark_open, mark_close, limit, out, n);
+}
+
+int rad_session_search_kind(RadSessionDb *db, const char *kind, const char *text, const char *mark_open,
+                            const char *mark_close, int limit, RadSearchHit **out, int *n)
+{
     *out = NULL;
     *n = 0;
     char *q = fts_query(text);
@@ -456,7 +502,8 @@ int rad_session_search(RadSessionDb *db, const char *text, const char *mark_open
                           " snippet(messages_fts, 0, ?2, ?3, '...', 16), m.created_ms"
                           " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
                           " JOIN sessions s ON s.id = m.session_id"
-                          " WHERE messages_fts MATCH ?1 ORDER BY rank, m.id LIMIT ?4",
+                          " WHERE messages_fts MATCH ?1 AND (?5 IS NULL OR s.kind = ?5)"
+                          " ORDER BY rank, m.id LIMIT ?4",
                           &st, doing);
     if (rc) {
         free(q);
@@ -466,6 +513,7 @@ int rad_session_search(RadSessionDb *db, const char *text, const char *mark_open
     rad_sdb_bind_text(st, 2, mark_open ? mark_open : "");
     rad_sdb_bind_text(st, 3, mark_close ? mark_close : "");
     sqlite3_bind_int(st, 4, limit > 0 ? limit : -1);
+    rad_sdb_bind_text(st, 5, kind);
     RadSearchHit *v = NULL;
     int count = 0, cap = 0, src;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {

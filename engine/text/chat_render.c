@@ -25,18 +25,46 @@
 #include <time.h>
 
 #include "rad_chat.h"
+#include "rad_text.h"
 
 /* ------------------------------------------------------------ the output */
 
+/* The text being written, and (rad_chat_render_spans) which of its bytes
+** are the messages' own words rather than the template's markup: every
+** write made while `content` is non-zero is recorded as a span. */
 typedef struct Out {
     char *p;
     size_t n, cap;
     int failed;
+    int content;
+    RadTextSpan *spans;
+    int n_spans, cap_spans;
 } Out;
+
+static void mark(Out *o, size_t off, size_t n)
+{
+    if (o->failed || !n) return;
+    if (o->n_spans && o->spans[o->n_spans - 1].off + o->spans[o->n_spans - 1].len == off) {
+        o->spans[o->n_spans - 1].len += n;
+        return;
+    }
+    if (o->n_spans == o->cap_spans) {
+        int cap = o->cap_spans ? o->cap_spans * 2 : 16;
+        RadTextSpan *grown = realloc(o->spans, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            o->failed = 1;
+            return;
+        }
+        o->spans = grown;
+        o->cap_spans = cap;
+    }
+    o->spans[o->n_spans++] = (RadTextSpan){off, n};
+}
 
 static void put_n(Out *o, const char *s, size_t n)
 {
     if (o->failed || !n) return;
+    if (o->content) mark(o, o->n, n);
     if (o->n + n + 1 > o->cap) {
         size_t cap = o->cap ? o->cap : 256;
         while (cap < o->n + n + 1) cap *= 2;
@@ -86,17 +114,27 @@ static size_t char_start_before(const char *s, size_t end)
     return i;
 }
 
+/* The bounds [*a, *b) of s stripped of Python white space at both ends
+** (Jinja's trim); *b starts as s's length. */
+static void trim_bounds(const char *s, size_t *a, size_t *b)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t w;
+    *a = 0;
+    *b = strlen(s);
+    while (*a < *b && py_space_at(u + *a, *b - *a, &w)) *a += w;
+    while (*b > *a) {
+        size_t c = char_start_before(s, *b);
+        if (c < *a || !py_space_at(u + c, *b - c, &w) || c + w != *b) break;
+        *b = c;
+    }
+}
+
 /* Write s stripped of Python white space at both ends (Jinja's trim). */
 static void put_trimmed(Out *o, const char *s)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t len = strlen(s), a = 0, b = len, w;
-    while (a < b && py_space_at(u + a, b - a, &w)) a += w;
-    while (b > a) {
-        size_t c = char_start_before(s, b);
-        if (c < a || !py_space_at(u + c, b - c, &w) || c + w != b) break;
-        b = c;
-    }
+    size_t a, b;
+    trim_bounds(s, &a, &b);
     put_n(o, s + a, b - a);
 }
 
@@ -271,8 +309,34 @@ static const char *role_close(const RadChatFormat *f, int role)
 static void put_turn(Out *o, const RadChatFormat *f, int role, const char *text)
 {
     put(o, role_open(f, role));
+    o->content++;
     put_text(o, f, text);
+    o->content--;
     put(o, role_close(f, role));
+}
+
+/* A message's own words, outside put_turn. */
+static void put_content(Out *o, const char *s)
+{
+    o->content++;
+    put(o, s);
+    o->content--;
+}
+
+/* src[a..b) with the spans that fall in it (a text built in pieces). */
+static void put_sub(Out *o, const Out *src, size_t a, size_t b)
+{
+    size_t at = o->n;
+    int was = o->content;
+    o->content = 0;
+    put_n(o, src->p + a, b - a);
+    o->content = was;
+    for (int i = 0; i < src->n_spans; i++) {
+        size_t lo = src->spans[i].off, hi = lo + src->spans[i].len;
+        if (lo < a) lo = a;
+        if (hi > b) hi = b;
+        if (hi > lo) mark(o, at + lo - a, hi - lo);
+    }
 }
 
 /* ------------------------------------------------------------- layouts */
@@ -292,9 +356,11 @@ static int render_turns(Out *o, const RadChatFormat *f, const RadChatMessage *m,
     if (!(f->flags & RAD_CHAT_SYSTEM_IN_USER) && (has_system || f->default_system || f->system_preamble)) {
         put(o, f->system_open);
         if ((rc = put_preamble(o, f, opt))) return rc;
-        if (has_system)
+        if (has_system) {
+            o->content++;
             put_text(o, f, text_of(&m[0]));
-        else
+            o->content--;
+        } else
             put(o, f->default_system);
         put(o, f->system_close);
     }
@@ -302,9 +368,11 @@ static int render_turns(Out *o, const RadChatFormat *f, const RadChatMessage *m,
         int role = role_of(&m[i]);
         if ((f->flags & RAD_CHAT_SYSTEM_IN_USER) && has_system && i == from) {
             put(o, role_open(f, role));
-            put(o, text_of(&m[0])); /* untrimmed: the template trims only the turn's own text */
+            put_content(o, text_of(&m[0])); /* untrimmed: the template trims only the turn's own text */
             put(o, "\n\n");
+            o->content++;
             put_text(o, f, text_of(&m[i]));
+            o->content--;
             put(o, role_close(f, role));
         } else {
             put_turn(o, f, role, text_of(&m[i]));
@@ -368,13 +436,19 @@ static int render_qwen3(Out *o, const RadChatFormat *f, const RadChatMessage *m,
         if (i > last_query && (i == n - 1 || reasoning_len)) {
             put(o, open);
             put(o, "\n");
+            o->content++;
             put_nl_stripped(o, reasoning, reasoning_len, 1, 1);
+            o->content--;
             put(o, "\n");
             put(o, close);
             put(o, "\n\n");
+            o->content++;
             put_nl_stripped(o, content, content_len, 1, 0);
+            o->content--;
         } else {
+            o->content++;
             put_n(o, content, content_len);
+            o->content--;
         }
         put(o, f->assistant_close);
     }
@@ -400,13 +474,22 @@ static int render_llama2(Out *o, const RadChatFormat *f, const RadChatMessage *m
         Out text = {0};
         if (i == from && has_system) {
             put(&text, f->system_open);
-            put(&text, text_of(&m[0]));
+            put_content(&text, text_of(&m[0]));
             put(&text, f->system_close);
         }
-        put(&text, text_of(&m[i]));
-        if (text.failed) return rad_error_set(RAD_E_NOMEM, "out of memory");
-        put_turn(o, f, role, text.p ? text.p : "");
+        put_content(&text, text_of(&m[i]));
+        if (text.failed) {
+            free(text.p);
+            free(text.spans);
+            return rad_error_set(RAD_E_NOMEM, "out of memory");
+        }
+        size_t a = 0, b = text.n;
+        if (f->flags & RAD_CHAT_TRIM) trim_bounds(text.p ? text.p : "", &a, &b);
+        put(o, role_open(f, role));
+        if (text.p) put_sub(o, &text, a, b);
+        put(o, role_close(f, role));
         free(text.p);
+        free(text.spans);
     }
     return RAD_OK;
 }
@@ -431,10 +514,10 @@ static int render_mistral(Out *o, const RadChatFormat *f, const RadChatMessage *
             put(o, f->user_open);
             if (has_system && i == n - 1) {
                 put(o, f->system_open);
-                put(o, text_of(&m[0]));
+                put_content(o, text_of(&m[0]));
                 put(o, f->system_close);
             }
-            put(o, text_of(&m[i]));
+            put_content(o, text_of(&m[i]));
             put(o, f->user_close);
         } else {
             put_turn(o, f, ROLE_ASSISTANT, text_of(&m[i]));
@@ -469,7 +552,7 @@ static int render_harmony(Out *o, const RadChatFormat *f, const RadChatMessage *
     put(o, f->system_close);
     if (has_system && *text_of(&m[0])) {
         put(o, "<|start|>developer<|message|># Instructions\n\n");
-        put(o, text_of(&m[0]));
+        put_content(o, text_of(&m[0]));
         put(o, "\n\n");
         put(o, f->system_close);
     }
@@ -480,11 +563,11 @@ static int render_harmony(Out *o, const RadChatFormat *f, const RadChatMessage *
             if (m[i].reasoning) {
                 put(o, f->generation_prompt);
                 put(o, f->reasoning_open);
-                put(o, m[i].reasoning);
+                put_content(o, m[i].reasoning);
                 put(o, f->reasoning_close);
             }
             put(o, f->assistant_open);
-            put(o, text_of(&m[i]));
+            put_content(o, text_of(&m[i]));
             put(o, "<|return|>");
         } else {
             put_turn(o, f, ROLE_ASSISTANT, text_of(&m[i]));
@@ -510,7 +593,7 @@ static int render_deepseek(Out *o, const RadChatFormat *f, const RadChatMessage 
     for (int i = 0; i < n; i++) {
         if (role_of(&m[i]) != ROLE_SYSTEM || ((f->flags & RAD_CHAT_LAST_SYSTEM) && i != last)) continue;
         if (seen++) put(o, "\n\n");
-        put(o, text_of(&m[i]));
+        put_content(o, text_of(&m[i]));
     }
     for (int i = 0; i < n; i++) {
         int role = role_of(&m[i]);
@@ -530,8 +613,16 @@ static int render_deepseek(Out *o, const RadChatFormat *f, const RadChatMessage 
 int rad_chat_render(const RadChatFormat *f, const RadChatMessage *messages, int n, const RadChatRender *opt,
                     char **out)
 {
+    return rad_chat_render_spans(f, messages, n, opt, out, NULL, NULL);
+}
+
+int rad_chat_render_spans(const RadChatFormat *f, const RadChatMessage *messages, int n, const RadChatRender *opt,
+                          char **out, struct RadTextSpan **spans, int *n_spans)
+{
     static const RadChatRender defaults = {1, -1, NULL, NULL};
     *out = NULL;
+    if (spans) *spans = NULL;
+    if (n_spans) *n_spans = 0;
     if (!f) return rad_error_set(RAD_E_ARG, "no chat format");
     if (f->choices)
         return rad_error_set(RAD_E_ARG,
@@ -568,8 +659,15 @@ int rad_chat_render(const RadChatFormat *f, const RadChatMessage *messages, int 
     if (!rc && !o.p && !(o.p = calloc(1, 1))) rc = rad_error_set(RAD_E_NOMEM, "out of memory");
     if (rc) {
         free(o.p);
+        free(o.spans);
         return rc;
     }
     *out = o.p;
+    if (spans && n_spans) {
+        *spans = o.spans;
+        *n_spans = o.n_spans;
+    } else {
+        free(o.spans);
+    }
     return RAD_OK;
 }

@@ -43,6 +43,15 @@ typedef struct RadChatRender {
 int rad_chat_render(const RadChatFormat *f, const RadChatMessage *messages, int n,
                     const RadChatRender *opt, char **out);
 
+/* rad_chat_render, also saying which bytes of *out are the messages' own
+** text (contents, reasoning, system text) rather than the template's
+** markup: *spans (malloc'd, sorted, caller frees; NULL when there are none)
+** gets n_spans byte ranges.  Tokenize with rad_text_encode_spans and those
+** spans so that nothing a user wrote or pasted becomes a control token. */
+struct RadTextSpan;
+int rad_chat_render_spans(const RadChatFormat *f, const RadChatMessage *messages, int n, const RadChatRender *opt,
+                          char **out, struct RadTextSpan **spans, int *n_spans);
+
 /* The format a model gets: f itself when it is a format, or, when f is a
 ** chooser (f->choices set, as the llama plugin returns: it serves Llama,
 ** Mistral, Qwen and SmolLM lines), the first of its choices the model's

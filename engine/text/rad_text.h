@@ -39,6 +39,20 @@ enum {
 /* Encode len bytes of text.  *ids is malloc'd (caller frees); *n may be 0. */
 int rad_text_encode(const RadText *t, const char *text, size_t len, int flags, int32_t **ids, int *n);
 
+/* A byte range of a text. */
+typedef struct RadTextSpan {
+    size_t off, len;
+} RadTextSpan;
+
+/* rad_text_encode, except that special-token strings overlapping any of
+** plain[0..n_plain) (sorted by offset) are plain text even with
+** RAD_ENCODE_PARSE_SPECIAL: a rendered chat prompt's markup becomes control
+** tokens, the user's words inside it never do (rad_chat_render_spans gives
+** the spans).  With no spans it is rad_text_encode.  RAD_E_ARG for a span
+** outside the text. */
+int rad_text_encode_spans(const RadText *t, const char *text, size_t len, int flags, const RadTextSpan *plain,
+                          int n_plain, int32_t **ids, int *n);
+
 enum { RAD_DECODE_SKIP_SPECIAL = 1 };
 
 /* Decode ids to text (malloc'd, NUL-terminated; caller frees).  An id outside

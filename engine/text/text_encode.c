@@ -19,6 +19,11 @@
 ** Without RAD_ENCODE_PARSE_SPECIAL, special-token strings in the text are
 ** plain text, as HF's encode_special_tokens = True makes them; added tokens
 ** that are not special are still recognised, as there.
+**
+** rad_text_encode_spans parses special tokens everywhere but inside the
+** spans it is given: a rendered chat prompt whose markup is made of special
+** tokens, around the user's words, which must never become control tokens
+** (a pasted document that holds "<|im_start|>" stays text).
 */
 #include "text_internal.h"
 
@@ -38,6 +43,11 @@ struct TextScratch {
 typedef struct Enc {
     const RadText *t;
     int parse_special;
+    const char *base;           /* the text being encoded (the spans' offsets are into it) */
+    size_t base_n;
+    const RadTextSpan *plain;   /* spans where special tokens are text, sorted; NULL: none */
+    int n_plain;
+    int piece_plain;            /* the normalized piece being split came from a plain span */
     TextIds out;
     TextBpe *bpe;
     TextMatch *match;
@@ -120,6 +130,20 @@ static int32_t longest_at(const TextTrie *tr, const char *s, size_t n, size_t at
 
 typedef int (*PieceFn)(Enc *e, const char *s, size_t n);
 
+/* Is a special-token match at s[start..stop) plain text: inside one of the
+** caller's plain spans (or, in a normalized piece, anywhere in a piece cut
+** from one, since normalizing moved its bytes)? */
+static int special_is_text(const Enc *e, const char *s, size_t start, size_t stop)
+{
+    if (!e->plain) return 0;
+    uintptr_t p = (uintptr_t)s, lo = (uintptr_t)e->base;
+    if (p < lo || p > lo + e->base_n) return e->piece_plain;
+    size_t a = (size_t)(p - lo) + start, b = (size_t)(p - lo) + stop;
+    for (int i = 0; i < e->n_plain; i++)
+        if (a < e->plain[i].off + e->plain[i].len && b > e->plain[i].off) return 1;
+    return 0;
+}
+
 /* Cut the added tokens of `tr` out of s[0..n): pieces between them go to
 ** `piece`, the tokens' ids to the output. */
 static int split_added(Enc *e, const TextTrie *tr, const char *s, size_t n, PieceFn piece)
@@ -138,7 +162,7 @@ static int split_added(Enc *e, const TextTrie *tr, const char *s, size_t n, Piec
         size_t start = at, stop = at + len;
         uint32_t cp;
         at = stop;
-        if (a->special && !e->parse_special) continue;
+        if (a->special && (!e->parse_special || special_is_text(e, s, start, stop))) continue;
         if (a->single_word) {
             int word_before = start > 0 && text_is_word(char_before(s, start));
             int word_after = stop < n && (char_at(s, n, stop, &cp), text_is_word(cp));
@@ -183,6 +207,7 @@ static int pre_tokenize_piece(Enc *e, const char *s, size_t n)
 static int raw_piece(Enc *e, const char *s, size_t n)
 {
     const RadText *t = e->t;
+    if (e->plain) e->piece_plain = special_is_text(e, s, 0, n ? n : 1);
     if (t->d->n_norm > 0) {
         int rc = text_normalize(t, s, n, e->norm);
         if (rc) return rc;
@@ -193,7 +218,8 @@ static int raw_piece(Enc *e, const char *s, size_t n)
     return pre_tokenize_piece(e, s, n);
 }
 
-int rad_text_encode(const RadText *t, const char *text, size_t len, int flags, int32_t **ids, int *n)
+static int encode(const RadText *t, const char *text, size_t len, int flags, const RadTextSpan *plain, int n_plain,
+                  int32_t **ids, int *n)
 {
     if (!t || !ids || !n || (!text && len))
         return rad_error_set(RAD_E_ARG, "rad_text_encode: missing argument");
@@ -208,7 +234,8 @@ int rad_text_encode(const RadText *t, const char *text, size_t len, int flags, i
     if (nomem) return rad_error_set(RAD_E_NOMEM, "rad_text_encode: out of memory");
     const char *s = clean ? clean : text;
 
-    Enc e = {.t = t, .parse_special = (flags & RAD_ENCODE_PARSE_SPECIAL) != 0};
+    Enc e = {.t = t, .parse_special = (flags & RAD_ENCODE_PARSE_SPECIAL) != 0, .base = s, .base_n = clean_n,
+             .plain = plain, .n_plain = n_plain};
     int rc = RAD_OK;
     TextScratch *sc = scratch_take(t);
     if (sc) {
@@ -243,4 +270,58 @@ int rad_text_encode(const RadText *t, const char *text, size_t len, int flags, i
     *ids = e.out.v;
     *n = (int)e.out.n;
     return RAD_OK;
+}
+
+int rad_text_encode(const RadText *t, const char *text, size_t len, int flags, int32_t **ids, int *n)
+{
+    return encode(t, text, len, flags, NULL, 0, ids, n);
+}
+
+int rad_text_encode_spans(const RadText *t, const char *text, size_t len, int flags, const RadTextSpan *plain,
+                          int n_plain, int32_t **ids, int *n)
+{
+    if (!plain || n_plain <= 0) return encode(t, text, len, flags, NULL, 0, ids, n);
+    if (!t || !ids || !n || !text) return rad_error_set(RAD_E_ARG, "rad_text_encode_spans: missing argument");
+    for (int i = 0; i < n_plain; i++)
+        if (plain[i].off > len || plain[i].len > len - plain[i].off)
+            return rad_error_set(RAD_E_ARG, "rad_text_encode_spans: span %d is outside the text", i);
+    int nomem = 0;
+    size_t clean_n;
+    char *clean = text_utf8_sanitize(text, len, &clean_n, &nomem);
+    if (nomem) return rad_error_set(RAD_E_NOMEM, "rad_text_encode_spans: out of memory");
+    if (!clean) return encode(t, text, len, flags, plain, n_plain, ids, n);
+    free(clean);
+    /* Ill-formed bytes become U+FFFD, which moves every offset after them:
+    ** sanitize the text piece by piece between span edges (the edges are
+    ** character boundaries of the markup around them, so the pieces give
+    ** the same characters as the whole) and place the spans in the result. */
+    size_t at = 0, from = 0;
+    char *joined = malloc(len * 3 + 1);
+    RadTextSpan *moved = malloc((size_t)n_plain * sizeof *moved);
+    if (!joined || !moved) {
+        free(joined);
+        free(moved);
+        return rad_error_set(RAD_E_NOMEM, "rad_text_encode_spans: out of memory");
+    }
+    /* edges[2i] is span i's start, edges[2i+1] its end; the pieces run from edge to edge */
+    for (int k = 0; k <= 2 * n_plain && !nomem; k++) {
+        size_t to = k == 2 * n_plain ? len : plain[k / 2].off + (k % 2 ? plain[k / 2].len : 0);
+        if (to < from) to = from;
+        size_t piece_n = to - from;
+        char *piece = piece_n ? text_utf8_sanitize(text + from, piece_n, &piece_n, &nomem) : NULL;
+        if (nomem) break;
+        memcpy(joined + at, piece ? piece : text + from, piece_n);
+        free(piece);
+        at += piece_n;
+        from = to;
+        if (k < 2 * n_plain) {
+            if (k % 2 == 0) moved[k / 2].off = at;
+            else moved[k / 2].len = at - moved[k / 2].off;
+        }
+    }
+    int rc = nomem ? rad_error_set(RAD_E_NOMEM, "rad_text_encode_spans: out of memory")
+                   : encode(t, joined, at, flags, moved, n_plain, ids, n);
+    free(joined);
+    free(moved);
+    return rc;
 }

@@ -52,7 +52,7 @@ _radiance()
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     --context-policy) COMPREPLY=($(compgen -W "drop-oldest refuse" -- "$cur")); return ;;
     --kv-dtype) COMPREPLY=($(compgen -W "f16 f32" -- "$cur")); return ;;
-    -q | --quant)
+    --quant)
         [ "$cmd" = pull ] || [ "$cmd" = convert ] || [ "$cmd" = rm ] || [ "$cmd" = show ] || return 0
         COMPREPLY=($(compgen -W "f32 f16 bf16 q8_0 Q4_K_M Q8_0" -- "$cur")); return ;;
     -o | --output)

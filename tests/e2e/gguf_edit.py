@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""gguf_edit.py: copy a GGUF file with metadata keys set, for the e2e tests.
+
+Standard library only (CI runs it without the gguf package).  The tensor
+data is copied as it is; only the key/value section changes, and the data
+region is re-aligned after it (tensor offsets are relative to that region,
+so they stay valid).
+
+  gguf_edit.py SRC DST KEY=TYPE:VALUE ...
+
+TYPE is str, bytes, f32, u32, i32 or bool.  A key that exists is replaced, a new
+one appended.  VALUE may use Python escapes (\\x1b, \\a, \\r, \\u009b) so a
+test can plant control characters in a string.
+"""
+import struct
+import sys
+
+SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+class Reader:
+    def __init__(self, blob):
+        self.b, self.at = blob, 0
+
+    def take(self, n):
+        s = self.b[self.at:self.at + n]
+        self.at += n
+        return s
+
+    def u32(self):
+        return struct.unpack("<I", self.take(4))[0]
+
+    def u64(self):
+        return struct.unpack("<Q", self.take(8))[0]
+
+    def string(self):
+        return self.take(self.u64())
+
+    def value(self, t):
+        """The raw bytes of one value of type t."""
+        start = self.at
+        if t == 8:
+            self.string()
+        elif t == 9:
+            et, n = self.u32(), self.u64()
+            for _ in range(n):
+                self.value(et)
+        else:
+            self.take(SIZES[t])
+        return self.b[start:self.at]
+
+
+def encode(kind, text):
+    if kind in ("str", "bytes"):
+        # \xNN, \uNNNN, \a ... as Python reads them; "str" writes the code
+        # points as UTF-8, "bytes" writes \xNN as the raw byte NN
+        chars = text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        s = chars.encode("utf-8") if kind == "str" else chars.encode("latin-1")
+        return 8, struct.pack("<Q", len(s)) + s
+    if kind == "f32":
+        return 6, struct.pack("<f", float(text))
+    if kind == "u32":
+        return 4, struct.pack("<I", int(text))
+    if kind == "i32":
+        return 5, struct.pack("<i", int(text))
+    if kind == "bool":
+        return 7, struct.pack("<B", 1 if text in ("1", "true") else 0)
+    raise SystemExit(f"unknown type {kind}")
+
+
+def main():
+    if len(sys.argv) < 4:
+        raise SystemExit(__doc__)
+    src, dst, edits = sys.argv[1], sys.argv[2], sys.argv[3:]
+    blob = open(src, "rb").read()
+    r = Reader(blob)
+    magic, version = r.take(4), r.u32()
+    assert magic == b"GGUF", "not a GGUF file"
+    n_tensors, n_kv = r.u64(), r.u64()
+    kvs, alignment = [], 32
+    for _ in range(n_kv):
+        key = r.string()
+        t = r.u32()
+        raw = r.value(t)
+        kvs.append([key, t, raw])
+        if key == b"general.alignment":
+            alignment = struct.unpack("<I", raw)[0]
+    info_start = r.at
+    for _ in range(n_tensors):
+        r.string()
+        n_dims = r.u32()
+        r.take(8 * n_dims + 4 + 8)
+    infos = blob[info_start:r.at]
+    data_start = (r.at + alignment - 1) // alignment * alignment
+    data = blob[data_start:]
+    for e in edits:
+        key, spec = e.split("=", 1)
+        kind, value = spec.split(":", 1)
+        t, raw = encode(kind, value)
+        for kv in kvs:
+            if kv[0] == key.encode():
+                kv[1], kv[2] = t, raw
+                break
+        else:
+            kvs.append([key.encode(), t, raw])
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", version, n_tensors, len(kvs)))
+    for key, t, raw in kvs:
+        out += struct.pack("<Q", len(key)) + key + struct.pack("<I", t) + raw
+    out += infos
+    out += b"\0" * (-len(out) % alignment)
+    out += data
+    open(dst, "wb").write(out)
+
+
+if __name__ == "__main__":
+    main()
