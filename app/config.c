@@ -376,13 +376,6 @@ int rad_config_load(const char *path, RadConfig **out)
     return RAD_OK;
 }
 
-const char *rad_config_get(const RadConfig *c, const char *key)
-{
-    for (int i = c ? c->n - 1 : -1; i >= 0; i--)
-        if (!strcmp(c->entries[i].key, key)) return c->entries[i].value;
-    return NULL;
-}
-
 int rad_settings_load(RadSettings *s, RadConfig **cfg)
 {
     memset(s, 0, sizeof *s);

@@ -65,10 +65,6 @@ void rad_config_free(RadConfig *c);
 ** $RADIANCE_CONFIG), written into buf; "" when no home is known. */
 const char *rad_config_path(char *buf, size_t size);
 
-/* The value a key has in the file, or NULL when it is not set (for keys a
-** command reads itself).  The key must be one radiance.conf(5) lists. */
-const char *rad_config_get(const RadConfig *c, const char *key);
-
 /* Defaults, then the config file, then the environment, into *s; the
 ** RadConfig that backs the strings is returned in *cfg (free it after s).
 ** Errors as rad_config_load, and RAD_E_ARG naming the variable for a bad

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "../cli.h"
 #include "../config.h"
 #include "conversation.h"
 #include "model_sampling.h"
@@ -89,14 +90,12 @@ struct RadChat {
     double open_ms;             /* resolving and opening the model */
     double ui_ms;               /* start to the first full screen (or prompt) */
 
+    char *refused_text;         /* a message the model could not take, taken back (malloc'd; the
+                                ** front end puts it back into the input) */
     int quit;                   /* a command asked to leave */
     int exit_code;
 };
 
-double rad_chat_now_ms(void);
-/* Install handler for SIGINT without SA_RESTART, so that a read waiting on
-** the terminal returns when Ctrl-C comes (both front ends). */
-void rad_chat_catch_sigint(void (*handler)(int));
 
 /* Open the model and a conversation (settings, model_spec set).  Messages
 ** go to stderr.  Returns RAD_OK or an engine code with the message set. */
@@ -129,7 +128,11 @@ void rad_chat_new_session(RadChat *c);
 int rad_chat_user(RadChat *c, const char *text);
 /* The reply to the conversation as it stands, streaming through cb (whose
 ** stop the caller points at c->stop), saved as it goes.  Returns what
-** rad_conv_reply does; RAD_E_INTERRUPT when stopped before it began. */
+** rad_conv_reply does; RAD_E_INTERRUPT when stopped before it began.  When
+** the model cannot take the last message (too long for the context, or a
+** turn the template refuses), that message is taken back from the
+** conversation and the session, its text left in c->refused_text, and the
+** earlier turns stay as they were. */
 int rad_chat_reply(RadChat *c, RadConvCallbacks *cb);
 /* Call from the front end's on_part: saves a long reply every few seconds,
 ** so a crash mid-reply loses little. */

@@ -34,8 +34,8 @@ static const char help_commands[] =
     "  /retry               a new reply to your last message (the old one is kept as a fork)\n"
     "  /edit                edit your last message and send it again (kept as a fork)\n"
     "  /think on|off|default  let the model reason before answering, or not\n"
-    "  /set [KEY VALUE]     show or change: temp top_p top_k min_p seed n_predict\n"
-    "                       repeat_penalty repeat_last_n context_policy reply_reserve\n"
+    "  /set [KEY VALUE]     show or change: temp top_p top_k min_p seed (-1: random) n_predict "
+    "repeat_penalty repeat_last_n context_policy reply_reserve\n"
     "  /model [MODEL]       show the model, or switch to another (the conversation stays)\n"
     "  /save [TITLE]        store the KV snapshot now (and name the session)\n"
     "  /sessions [N]        the last N saved sessions (default 15)\n"
@@ -47,16 +47,29 @@ static const char help_commands[] =
     "  /fold                fold or show the model's reasoning\n"
     "  /quit                leave (also /exit, Ctrl-D on an empty line)\n";
 
+/* Two columns, the second starting after two spaces: the TUI wraps a long
+** description under itself (a hanging indent), so the layout holds at any
+** width. */
 static const char help_tui_keys[] =
     "keys:\n"
-    "  Enter send          Alt-Enter or Ctrl-J new line      Ctrl-C stop the reply; again: exit\n"
-    "  PgUp/PgDn scroll    Shift-Up/Down scroll a line       Esc back to the bottom\n"
-    "  Ctrl-T fold/show reasoning    Ctrl-O markdown source/rendered    Ctrl-L redraw\n"
-    "  Up/Down history (from the first/last line)   emacs keys: Ctrl-A/E/B/F/K/U/W/Y, Alt-B/F/D\n";
+    "  Enter                send\n"
+    "  Alt-Enter, Ctrl-J    a new line in the message\n"
+    "  Ctrl-C               stop the reply; when idle, clear the input (twice: leave)\n"
+    "  Ctrl-D               leave (on an empty input)\n"
+    "  PgUp, PgDn           scroll a page (Shift-Up, Shift-Down: a line)\n"
+    "  Esc                  back to the bottom\n"
+    "  Ctrl-T               fold or show the reasoning\n"
+    "  Ctrl-O               markdown source or rendered\n"
+    "  Ctrl-L               redraw\n"
+    "  Up, Down             history (from the first or last line)\n"
+    "  emacs keys           Ctrl-A/E/B/F/K/U/W/Y, Alt-B/F/D\n";
 
 static const char help_line_keys[] =
-    "input: a line ending in \\ continues on the next; \"\"\" opens and closes a multi-line message;\n"
-    "Ctrl-C stops a reply (again: exit); readline's keys and history (Ctrl-R searches).\n";
+    "input:\n"
+    "  a line ending in \\  continues on the next\n"
+    "  \"\"\"                  opens and closes a multi-line message\n"
+    "  Ctrl-C               stop a reply; when idle, clear the line (twice: leave)\n"
+    "  Ctrl-R               search the history (readline's keys)\n";
 
 const char *rad_chat_help(int tui)
 {
@@ -170,11 +183,14 @@ static void show_settings(RadChat *c)
 {
     const RadConvSettings *s = &c->settings->conv;
     const RadSamplerParams *p = &s->sampler;
+    char seed[32];
+    if (s->seed_random) snprintf(seed, sizeof seed, "-1 (random per reply)");
+    else snprintf(seed, sizeof seed, "%llu", (unsigned long long)p->seed);
     say(c,
-        "temp %g  top_p %g  top_k %d  min_p %g  repeat_penalty %g  repeat_last_n %d  seed %llu\n"
+        "temp %g  top_p %g  top_k %d  min_p %g  repeat_penalty %g  repeat_last_n %d  seed %s\n"
         "n_predict %d  reply_reserve %d  context_policy %s  think %s",
-        p->temperature, p->top_p, p->top_k, p->min_p, p->repeat_penalty, p->repeat_last_n,
-        (unsigned long long)p->seed, s->n_predict, s->reply_reserve, rad_context_policy_name(s->context_policy),
+        p->temperature, p->top_p, p->top_k, p->min_p, p->repeat_penalty, p->repeat_last_n, seed, s->n_predict,
+        s->reply_reserve, rad_context_policy_name(s->context_policy),
         s->thinking < 0 ? "default" : s->thinking ? "on" : "off");
 }
 
@@ -460,6 +476,13 @@ static void cmd_stats(RadChat *c)
     }
     if (c->restored_tokens)
         n += snprintf(out + n, sizeof out - (size_t)n, "\nresumed from a KV snapshot of %d tokens", c->restored_tokens);
+    /* What the next reply samples with, and the seed the last one drew. */
+    char sampling[400];
+    rad_sampling_describe(c->settings, &c->recommended, (unsigned long long)(c->have_last ? c->last.seed : 0),
+                          sampling, sizeof sampling);
+    if (n >= 0 && (size_t)n < sizeof out)
+        n += snprintf(out + n, sizeof out - (size_t)n, "\nsampling: %s%s", sampling,
+                      c->have_last ? "" : " (no reply yet)");
     n += snprintf(out + n, sizeof out - (size_t)n, "\nsession %s \xc2\xb7 %d messages \xc2\xb7 totals: prompt %lld (%lld evaluated), generated %lld",
                   c->session_id[0] ? c->session_id : "(not saved yet)", rad_conv_count(c->conv),
                   (long long)c->total_prompt, (long long)c->total_evaluated, (long long)c->total_completion);

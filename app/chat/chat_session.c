@@ -35,22 +35,6 @@
 /* How often a streaming reply is written, in milliseconds. */
 #define REPLY_SAVE_INTERVAL_MS 3000.0
 
-void rad_chat_catch_sigint(void (*handler)(int))
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-}
-
-double rad_chat_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static void notice(RadChat *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void notice(RadChat *c, const char *fmt, ...)
 {
@@ -84,7 +68,7 @@ static const RadChatFormat *chat_format(const RadEngine *e)
 int rad_chat_open_model(RadChat *c)
 {
     const RadSettings *s = c->settings;
-    double t0 = rad_chat_now_ms();
+    double t0 = rad_now_ms();
     RadResolveOptions resolve = {.offline = s->offline, .quiet = s->quiet, .plugin_dir = s->plugins};
     char *path = NULL;
     int rc = rad_model_resolve(c->model_spec, &resolve, &path);
@@ -112,7 +96,7 @@ int rad_chat_open_model(RadChat *c)
     c->conv = conv;
     rad_model_sampling_of(path, e, &c->recommended);
     rad_settings_apply_model(c->settings, &c->recommended);
-    c->open_ms = rad_chat_now_ms() - t0;
+    c->open_ms = rad_now_ms() - t0;
     return RAD_OK;
 }
 
@@ -132,6 +116,8 @@ void rad_chat_close(RadChat *c)
     rad_sdb_close(c->db);
     free(c->rows);
     free(c->model_path);
+    free(c->refused_text);
+    c->refused_text = NULL;
     c->conv = NULL;
     c->engine = NULL;
     c->db = NULL;
@@ -289,7 +275,7 @@ int rad_chat_user(RadChat *c, const char *text)
 void rad_chat_reply_progress(RadChat *c, const RadConvMessage *partial)
 {
     if (!c->db || !partial) return;
-    double now = rad_chat_now_ms();
+    double now = rad_now_ms();
     if (c->reply_saved_ms == 0) c->reply_saved_ms = now;
     if (now - c->reply_saved_ms < REPLY_SAVE_INTERVAL_MS) return;
     c->reply_saved_ms = now;
@@ -304,6 +290,36 @@ void rad_chat_reply_progress(RadChat *c, const RadConvMessage *partial)
     if (rc) {
         c->reply_row = 0;
         db_failed(c, "saving the reply");
+    }
+}
+
+/* The model refused the last message: out of the conversation and the
+** session it goes, so the next message does not follow an unanswered one
+** (a template such as Gemma's that needs turns to alternate would refuse
+** every later message). */
+static void take_back_last_user(RadChat *c)
+{
+    int n = rad_conv_count(c->conv);
+    const RadConvMessage *m = rad_conv_message(c->conv, n - 1);
+    if (!m || strcmp(m->role, "user")) return;
+    free(c->refused_text);
+    c->refused_text = strdup(m->content);
+    int64_t row = c->rows[n - 1].id;
+    char msg[RAD_SESSION_ID_LEN + 1];
+    memcpy(msg, c->session_id, sizeof msg);
+    rad_conv_truncate(c->conv, n - 1);
+    c->rows[n - 1].id = 0;
+    if (!c->db || row <= 0 || !msg[0]) return;
+    const char *keep = rad_error_message()[0] ? strdup(rad_error_message()) : NULL;
+    if (rad_session_delete_message(c->db, msg, row)) db_failed(c, "taking back the refused message");
+    RadSession s;
+    if (rad_session_get(c->db, msg, &s) == RAD_OK) {
+        if (s.n_messages == 0 && rad_session_remove(c->db, msg) == RAD_OK) c->session_id[0] = 0;
+        rad_session_free(&s);
+    }
+    if (keep) {
+        rad_error_set(RAD_E_RANGE, "%s", keep);
+        free((char *)keep);
     }
 }
 
@@ -342,6 +358,7 @@ int rad_chat_reply(RadChat *c, RadConvCallbacks *cb)
         /* a partial row for a reply that in the end was not kept */
         c->reply_row = 0;
     }
+    if (rc != RAD_OK && rc != RAD_E_INTERRUPT) take_back_last_user(c);
     c->reply_row = 0;
     return rc;
 }
@@ -358,7 +375,7 @@ int rad_chat_save_snapshot(RadChat *c, int verbose)
         return RAD_OK;
     }
     if (ensure_session(c)) return RAD_E_IO;
-    double t0 = rad_chat_now_ms();
+    double t0 = rad_now_ms();
     void *blob = NULL;
     size_t size = 0;
     int rc = rad_conv_snapshot(c->conv, &blob, &size);
@@ -371,7 +388,7 @@ int rad_chat_save_snapshot(RadChat *c, int verbose)
     }
     if (verbose)
         notice(c, "session %s saved; KV snapshot of %d tokens (%.1f MiB before compression) in %.0f ms",
-               c->session_id, n, size / 1048576.0, rad_chat_now_ms() - t0);
+               c->session_id, n, size / 1048576.0, rad_now_ms() - t0);
     return RAD_OK;
 }
 
@@ -478,7 +495,7 @@ int rad_chat_resume(RadChat *c, const char *id, char *note, size_t cap)
         RadSnapshotStatus status = RAD_SNAPSHOT_NONE;
         char why[512] = "";
         memset(&snap, 0, sizeof snap);
-        double t0 = rad_chat_now_ms();
+        double t0 = rad_now_ms();
         int frc = rad_snapshot_find_session(c->db, full, our_model, &snap, &status, why, sizeof why);
         if (frc) {
             db_failed(c, "reading the KV snapshot");
@@ -486,7 +503,7 @@ int rad_chat_resume(RadChat *c, const char *id, char *note, size_t cap)
             if (rad_conv_restore(c->conv, snap.data, snap.size, snap.tokens, snap.n_tokens) == RAD_OK) {
                 c->restored_tokens = snap.n_tokens;
                 note_add(note, cap, "resumed session %s: %d messages; KV snapshot restored (%d tokens, %.0f ms), no prefill needed",
-                       full, list.n, snap.n_tokens, rad_chat_now_ms() - t0);
+                       full, list.n, snap.n_tokens, rad_now_ms() - t0);
             } else {
                 note_add(note, cap, "resumed session %s: %d messages; KV snapshot ignored (%s); the prompt is evaluated again",
                        full, list.n, rad_error_message());

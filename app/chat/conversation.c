@@ -9,6 +9,7 @@
 */
 #include "conversation.h"
 
+#include "../cli.h"
 #include "../../engine/text/rad_text.h"
 
 #include <stdio.h>
@@ -42,13 +43,6 @@ struct RadConv {
     int stop_ids[MAX_STOP_IDS];
     int n_stop_ids;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static char *copy_string(const char *s)
 {
@@ -201,8 +195,6 @@ void rad_conv_free(RadConv *c)
 }
 
 const RadChatFormat *rad_conv_format(const RadConv *c) { return c->format; }
-RadEngine *rad_conv_engine(const RadConv *c) { return c->engine; }
-
 int rad_conv_set_system(RadConv *c, const char *text)
 {
     int has = c->n_messages > 0 && !strcmp(c->messages[0].role, "system");
@@ -352,15 +344,6 @@ static int render_without(RadConv *c, const RadConvSettings *s, int skip_from, i
 static int render_prompt(RadConv *c, const RadConvSettings *s, int32_t **ids, int *n, int *in_reasoning)
 {
     return render_without(c, s, 0, 0, ids, n, in_reasoning);
-}
-
-int rad_conv_prompt_tokens(RadConv *c, const RadConvSettings *s, int *n)
-{
-    int32_t *ids = NULL;
-    int in_reasoning;
-    int rc = render_prompt(c, s, &ids, n, &in_reasoning);
-    free(ids);
-    return rc;
 }
 
 /* ------------------------------------------------ context policy, KV reuse */
@@ -616,7 +599,7 @@ static int prefill(RadConv *c, const int32_t *ids, int n, const RadConvCallbacks
 int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks *cb, RadConvStats *stats_out)
 {
     RadConvStats st = {0};
-    double t0 = now_ms();
+    double t0 = rad_now_ms();
     if (c->n_messages == 0 || (strcmp(c->messages[c->n_messages - 1].role, "user") &&
                                strcmp(c->messages[c->n_messages - 1].role, "tool")))
         return rad_error_set(RAD_E_ARG, "a reply needs a user turn to answer");
@@ -630,17 +613,17 @@ int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks 
     int n = 0, in_reasoning = 0;
     if ((rc = fit_prompt(c, s, cb, &ids, &n, &in_reasoning, &st.dropped_messages))) return rc;
     st.prompt_tokens = n;
-    st.render_ms = now_ms() - t0;
+    st.render_ms = rad_now_ms() - t0;
 
     /* Room for the prompt, and for every reply token fed back after it. */
     int budget = s->n_predict >= 0 ? s->n_predict : c->ctx;
     if ((rc = reserve_held(c, n + (budget < c->ctx ? budget : c->ctx) + 1))) goto fail;
     if ((rc = reuse_prefix(c, ids, n))) goto fail;
     int evaluated_from = c->n_held;
-    double t_prefill = now_ms();
+    double t_prefill = rad_now_ms();
     rc = prefill(c, ids, n, cb);
     st.prompt_evaluated = c->n_held - evaluated_from;
-    st.prefill_ms = now_ms() - t_prefill;
+    st.prefill_ms = rad_now_ms() - t_prefill;
     if (rc) {
         /* A failed evaluation may leave the sequence between states; an
         ** interrupted one holds exactly what it evaluated. */
@@ -677,7 +660,7 @@ int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks 
         ** not pushed away from its words (docs/SAMPLING.md). */
         int token = rad_sampler_pick(c->sampler, c->logits, reply.tokens, reply.n_tokens, c->n_held);
         if (reply.n_tokens == 0) {
-            t_first = now_ms();
+            t_first = rad_now_ms();
             st.ttft_ms = t_first - t0;
         }
         if (reply.n_tokens == token_cap) {
@@ -727,7 +710,7 @@ int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks 
     if (parser) rad_reply_parser_finish(parser, sink_emit, &sink);
     if (sink.failed) { rc = rad_error_set(RAD_E_NOMEM, "out of memory"); goto reply_fail; }
 
-    double t_end = now_ms();
+    double t_end = rad_now_ms();
     st.completion_tokens = reply.n_tokens;
     if (reply.n_tokens > 0) st.decode_ms = t_end - t_first;
     if (reply.n_tokens > 1 && st.decode_ms > 0) st.decode_tps = (reply.n_tokens - 1) * 1e3 / st.decode_ms;

@@ -138,7 +138,6 @@ int  rad_conv_new(RadEngine *e, const RadChatFormat *f, RadConv **out);
 void rad_conv_free(RadConv *c);
 
 const RadChatFormat *rad_conv_format(const RadConv *c);  /* the resolved format; NULL = raw */
-RadEngine *rad_conv_engine(const RadConv *c);
 
 /* The system prompt: set (replacing any) as message 0, or remove it with
 ** NULL or "". */
@@ -188,10 +187,6 @@ typedef struct RadConvCallbacks {
 ** evaluated), engine errors as they come; then no reply is appended and the
 ** transcript is as it was, less any messages the policy dropped. */
 int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks *cb, RadConvStats *stats);
-
-/* How many tokens the transcript renders to now, with the generation prompt
-** (for a status line: context used before sending). */
-int rad_conv_prompt_tokens(RadConv *c, const RadConvSettings *s, int *n);
 
 /* The context: positions the sequence holds now, and its size. */
 int rad_conv_context_used(const RadConv *c);

@@ -6,9 +6,10 @@
 **
 ** On a terminal the input is readline (its keys, its history search, the
 ** history file shared with the TUI, Tab completing /commands), driven
-** through readline's callback interface so that Ctrl-C is ours: it stops a
-** running reply (the partial text stays, marked [interrupted]), clears a
-** half-typed line, and on an empty line exits with 130.  Without a terminal
+** through readline's callback interface so that Ctrl-C is ours
+** (interrupt.h): it stops a running reply (the partial text stays, marked
+** [interrupted]); with nothing running the first clears the line and says
+** how to leave, and a second in a row leaves with 130.  Without a terminal
 ** the input is read line by line with no prompt and no echo; replies go to
 ** stdout as plain text, reasoning and numbers are left out, and nothing
 ** else is written there (notices go to stderr).
@@ -18,6 +19,7 @@
 */
 #include "../app.h"
 #include "../cli.h"
+#include "../interrupt.h"
 #include "chat.h"
 #include "../tui/tui.h"
 
@@ -46,18 +48,12 @@ typedef struct Line {
 } Line;
 
 static Line *the_line;          /* readline's callback has no user pointer */
-static volatile sig_atomic_t sigint_count, sigint_busy, reply_running, exit_now;
-static volatile sig_atomic_t *reply_stop;
 
-static void on_sigint(int sig)
+/* A terminating signal (not Ctrl-C): leave with its status. */
+static int terminate_signal(void)
 {
-    (void)sig;
-    sigint_count++;
-    if (!reply_running) return;
-    sigint_busy++;
-    if (reply_stop) *reply_stop = 1;
-    if (sigint_busy >= 2) exit_now = 1;
-    if (sigint_busy >= 3) _exit(RAD_EXIT_INTERRUPTED);
+    int sig = rad_interrupt_last();
+    return sig && sig != SIGINT;
 }
 
 #define DIM(l) ((l)->color ? "\033[2m" : "")
@@ -123,6 +119,8 @@ static void on_notice(void *user, const char *message)
     ui_notice(l->chat, message);
 }
 
+static void ui_edit(RadChat *c, const char *text);
+
 static int ui_reply(RadChat *c)
 {
     Line *l = line_of(c);
@@ -131,12 +129,13 @@ static int ui_reply(RadChat *c)
     l->content.len = 0;
     l->reasoning.len = 0;
     c->stop = 0;
-    sigint_busy = 0;
-    reply_stop = &c->stop;
-    reply_running = 1;
+    int signals_before = rad_interrupt_count();
+    rad_interrupt_arm(&c->stop, 3);     /* stop; a second: leave when stopped; a third: leave now */
     RadConvCallbacks cb = {.on_part = on_part, .on_notice = on_notice, .user = l, .stop = &c->stop};
     int rc = rad_chat_reply(c, &cb);
-    reply_running = 0;
+    if (l->tty_in) rad_interrupt_arm(NULL, 0);
+    else rad_interrupt_disarm();
+    int signals = rad_interrupt_count() - signals_before;
     if (l->color && l->last_part == RAD_REPLY_REASONING) fputs("\033[0m", stdout);
     if (!l->at_line_start) put(l, "\n", 1);
     if (rc == RAD_OK) {
@@ -154,11 +153,22 @@ static int ui_reply(RadChat *c)
         ui_notice(c, "interrupted before the reply began; /retry asks again");
     } else {
         ui_error(c, rad_error_message()[0] ? rad_error_message() : rad_strerror(rc));
+        if (c->refused_text) {
+            /* the message was taken back: on a terminal it returns to the input */
+            if (l->tty_in) {
+                ui_notice(c, "your message was not sent; it is back in the input to shorten");
+                ui_edit(c, c->refused_text);
+            } else {
+                ui_notice(c, "that message was not sent; the conversation is as it was before it");
+            }
+            free(c->refused_text);
+            c->refused_text = NULL;
+        }
     }
     fflush(stdout);
-    if (exit_now) {
+    if (signals >= 2 || terminate_signal()) {
         l->quit = 1;
-        l->exit_code = RAD_EXIT_INTERRUPTED;
+        l->exit_code = rad_interrupt_status();
     }
     return rc;
 }
@@ -346,28 +356,30 @@ static void run_readline(Line *l)
     rl_attempted_completion_function = complete;
     rl_startup_hook = insert_edit_text;
     rl_callback_handler_install(prompt_for(l), on_readline);
-    int handled = sigint_count;
+    int handled = rad_interrupt_count(), quit_armed = 0;
     while (!l->quit) {
         fd_set fds;
         FD_ZERO(&fds);
         FD_SET(STDIN_FILENO, &fds);
         int r = select(STDIN_FILENO + 1, &fds, NULL, NULL, NULL);
-        if (sigint_count != handled) {
-            handled = sigint_count;
-            if (rl_end > 0 || l->pending.len || l->in_block) {
-                /* Ctrl-C on a half-typed message drops it */
-                rl_replace_line("", 0);
-                l->pending.len = 0;
-                l->in_block = 0;
-                fputs("^C\n", stdout);
-                rl_set_prompt(prompt_for(l));
-                rl_on_new_line();
-                rl_redisplay();
-            } else {
+        if (rad_interrupt_count() != handled) {
+            handled = rad_interrupt_count();
+            if (terminate_signal() || quit_armed) {
                 fputs("^C\n", stdout);
                 l->quit = 1;
-                l->exit_code = RAD_EXIT_INTERRUPTED;
+                l->exit_code = rad_interrupt_status();
+                continue;
             }
+            /* The first Ctrl-C never leaves: it drops a half-typed message
+            ** and says how to; a second in a row does. */
+            quit_armed = 1;
+            rl_replace_line("", 0);
+            l->pending.len = 0;
+            l->in_block = 0;
+            fprintf(stdout, "^C %s(Ctrl-C again, Ctrl-D or /quit leaves)%s\n", DIM(l), RESET(l));
+            rl_set_prompt(prompt_for(l));
+            rl_on_new_line();
+            rl_redisplay();
             continue;
         }
         if (r < 0) {
@@ -375,7 +387,8 @@ static void run_readline(Line *l)
             break;
         }
         rl_callback_read_char();
-        handled = sigint_count;     /* Ctrl-Cs that stopped a reply are spent */
+        quit_armed = 0;
+        handled = rad_interrupt_count();     /* signals that stopped a reply are spent */
     }
     rl_callback_handler_remove();
 }
@@ -388,8 +401,8 @@ static void run_plain(Line *l)
         errno = 0;
         ssize_t n = getline(&text, &cap, stdin);
         if (n < 0) {
-            if (errno == EINTR && sigint_count) {
-                l->exit_code = RAD_EXIT_INTERRUPTED;
+            if (errno == EINTR && rad_interrupt_count()) {
+                l->exit_code = rad_interrupt_status();
             } else if (l->pending.len || l->in_block) {
                 /* the input ended inside a continued message: send what there is */
                 l->in_block = 0;
@@ -417,12 +430,16 @@ int rad_line_mode_run(RadChat *c)
     c->ui = &line_ops;
     c->ui_data = &l;
 
-    rad_chat_catch_sigint(on_sigint); /* no SA_RESTART: a waiting read returns */
+    /* A terminal: the loop decides what an idle Ctrl-C means.  No terminal:
+    ** nobody is typing, so an idle signal leaves at once (but never during
+    ** a reply, which keeps what it wrote). */
+    if (l.tty_in) rad_interrupt_arm(NULL, 0);
+    else rad_interrupt_disarm();
 
     rad_chat_open_db(c);
     if (l.tty_in) rad_history_open();
     rad_chat_start(c);
-    c->ui_ms = rad_chat_now_ms() - c->t_start_ms;
+    c->ui_ms = rad_now_ms() - c->t_start_ms;
     if (l.tty_in && l.tty_out)
         printf("%sradiance chat with %s. /help lists commands; Ctrl-D or /quit leaves.%s\n", DIM(&l), rad_chat_model_name(c),
                RESET(&l));

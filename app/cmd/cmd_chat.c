@@ -98,7 +98,7 @@ int rad_cmd_chat(int argc, char **argv)
     };
     RadChat chat;
     memset(&chat, 0, sizeof chat);
-    chat.t_start_ms = rad_chat_now_ms();
+    chat.t_start_ms = rad_now_ms();
     RadSettings s;
     RadConfig *cfg = NULL;
     int rc = rad_settings_load(&s, &cfg), c;

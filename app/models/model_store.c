@@ -435,6 +435,14 @@ static int resolve_folder(RadStore *store, const RadModelSpec *spec, const RadRe
         if (fresh) return RAD_OK;
     }
     rad_error_clear();
+    /* Say a folder is no model before saying "converting" it. */
+    char config[RAD_SPEC_PATH_MAX + 16];
+    snprintf(config, sizeof config, "%s/config.json", spec->path);
+    if (access(config, F_OK) != 0)
+        return rad_error_set(RAD_E_NOTFOUND,
+                             "%s is not a model: a folder must be a Hugging Face model (config.json and "
+                             "*.safetensors); radiance also runs .gguf and .rad files",
+                             spec->path);
     return convert_into_store(store, o, spec->path, spec->name, quant, spec->path, "", "",
                               o->pull ? 0 : (int64_t)time(NULL), out);
 }

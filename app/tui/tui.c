@@ -6,13 +6,14 @@
 ** reply; the callback appends it, reads whatever keys are waiting (so the
 ** user can scroll, fold reasoning or type the next message meanwhile) and
 ** redraws at most ~30 times a second.  Ctrl-C is a signal, not a key
-** (the terminal stays in cbreak mode), so it reaches us during prefill too:
-** while a reply runs it sets the runner's stop flag (the partial reply is
-** kept and marked interrupted); with nothing running it exits with 130
-** (after clearing a half-typed message first, so a stray Ctrl-C never eats
-** a draft and quits in one go).  A second Ctrl-C while the reply is still
-** stopping exits at once; a third, if the engine does not return, leaves
-** with _exit.
+** (the terminal stays in cbreak mode), so it reaches us during prefill too
+** (interrupt.h): while a reply runs it sets the runner's stop flag (the
+** partial reply is kept and marked interrupted); with nothing running the
+** first clears the input and says how to leave, and a second in a row
+** leaves with 130, so a Ctrl-C pressed just as a reply ends never ends the
+** session.  A second Ctrl-C while the reply is still stopping leaves once
+** it has; a third, if the engine does not return, leaves at once with the
+** terminal restored.  SIGTERM and SIGHUP stop a reply and leave.
 **
 ** Screen: the transcript on top (scrollback with PgUp/PgDn), the status
 ** line, then the input area (1 to a third of the rows, scrolling).  A
@@ -24,6 +25,7 @@
 #include "tui.h"
 #include "../app.h"
 #include "../chat/chat.h"
+#include "../interrupt.h"
 
 #include <langinfo.h>
 #include <locale.h>
@@ -56,36 +58,31 @@ typedef struct Tui {
     int last_total;             /* transcript lines at the last draw */
     char hint[160];
     double hint_until_ms;
-    int handled_sigint;
+    int handled_sigint;         /* rad_interrupt_count() at the last look */
+    int quit_armed;             /* an idle Ctrl-C came; the next one in a row leaves */
     int quit;
     int exit_code;
 } Tui;
 
-static volatile sig_atomic_t sigint_count;
-static volatile sig_atomic_t sigint_busy;   /* Ctrl-Cs since the reply began */
-static volatile sig_atomic_t reply_running;
-static volatile sig_atomic_t *reply_stop;
-static volatile sig_atomic_t exit_now;
-
 static const char terminal_reset[] = "\033[?2004l\033[?1049l\033[0m\033[?25h\r\n";
 static struct termios terminal_saved;   /* the modes before ncurses, for the emergency exit */
 static int terminal_saved_ok;
+static volatile sig_atomic_t screen_on; /* ncurses owns the terminal */
 
-static void on_sigint(int sig)
+/* Before an exit from the signal handler: leave the terminal usable. */
+static void restore_terminal(void)
 {
-    (void)sig;
-    sigint_count++;
-    if (!reply_running) return;
-    sigint_busy++;
-    if (reply_stop) *reply_stop = 1;
-    if (sigint_busy == 2) exit_now = 1;
-    if (sigint_busy >= 3) {
-        /* the engine is not coming back: leave the terminal usable and go */
-        ssize_t w = write(STDOUT_FILENO, terminal_reset, sizeof terminal_reset - 1);
-        (void)w;
-        if (terminal_saved_ok) tcsetattr(STDIN_FILENO, TCSANOW, &terminal_saved);  /* async-signal-safe */
-        _exit(RAD_EXIT_INTERRUPTED);
-    }
+    if (!screen_on) return;
+    ssize_t w = write(STDOUT_FILENO, terminal_reset, sizeof terminal_reset - 1);
+    (void)w;
+    if (terminal_saved_ok) tcsetattr(STDIN_FILENO, TCSANOW, &terminal_saved); /* async-signal-safe */
+}
+
+/* A terminating signal (not Ctrl-C) came: leave, with its status. */
+static int terminate_signal(void)
+{
+    int sig = rad_interrupt_last();
+    return sig && sig != SIGINT;
 }
 
 /* ------------------------------------------------------------ drawing */
@@ -142,7 +139,7 @@ static void draw_line(const Tui *u, int y, const RadLine *l, int width)
 static void status_info(Tui *u, RadStatusInfo *s, int lines_below)
 {
     RadChat *c = u->chat;
-    double now = rad_chat_now_ms();
+    double now = rad_now_ms();
     memset(s, 0, sizeof *s);
     s->model = rad_chat_model_name(c);
     s->ctx_level = rad_chat_context_level(c, &s->ctx_used, &s->ctx_size);
@@ -170,7 +167,7 @@ static void status_info(Tui *u, RadStatusInfo *s, int lines_below)
 static void draw(Tui *u)
 {
     int rows = LINES, cols = COLS;
-    u->last_draw_ms = rad_chat_now_ms();
+    u->last_draw_ms = rad_now_ms();
     u->dirty = 0;
     if (rows < 4 || cols < 12) {
         erase();
@@ -228,14 +225,14 @@ static void draw(Tui *u)
 static void maybe_draw(Tui *u)
 {
     if (!u->dirty) return;
-    if (u->busy && rad_chat_now_ms() - u->last_draw_ms < DRAW_INTERVAL_MS) return;
+    if (u->busy && rad_now_ms() - u->last_draw_ms < DRAW_INTERVAL_MS) return;
     draw(u);
 }
 
 static void hint(Tui *u, const char *text)
 {
     snprintf(u->hint, sizeof u->hint, "%s", text);
-    u->hint_until_ms = rad_chat_now_ms() + HINT_MS;
+    u->hint_until_ms = rad_now_ms() + HINT_MS;
     u->dirty = 1;
 }
 
@@ -417,6 +414,7 @@ static void handle_key(Tui *u, int kind, wint_t wc)
         size_t n = wcrtomb(mb, (wchar_t)wc, &ps);
         if (n != (size_t)-1) rad_input_insert(&u->in, mb, n);
     }
+    u->quit_armed = 0;      /* a key between two Ctrl-Cs: they are not "in a row" */
     if (r == RAD_INPUT_SUBMIT) {
         if (u->busy) hint(u, "a reply is running: wait, or Ctrl-C to stop it");
         else submit(u);
@@ -457,7 +455,7 @@ static void on_part(void *user, RadReplyPart part, const char *text, size_t n)
     }
     u->last_part = (int)part;
     u->n_parts++;
-    if (u->first_part_ms == 0) u->first_part_ms = rad_chat_now_ms();
+    if (u->first_part_ms == 0) u->first_part_ms = rad_now_ms();
     rad_tr_touch(e);
     u->dirty = 1;
     RadConvMessage partial = {0};
@@ -484,18 +482,18 @@ static int ui_reply(RadChat *c)
     u->last_part = -1;
     u->n_parts = 0;
     u->first_part_ms = 0;
-    u->reply_start_ms = rad_chat_now_ms();
+    u->reply_start_ms = rad_now_ms();
     u->tr.scroll = 0;
     c->stop = 0;
-    sigint_busy = 0;
-    reply_stop = &c->stop;
-    reply_running = 1;
+    int signals_before = rad_interrupt_count();
+    rad_interrupt_arm(&c->stop, 3);     /* stop; a second: leave when stopped; a third: leave now */
     draw(u);
 
     RadConvCallbacks cb = {.on_part = on_part, .on_notice = on_notice, .user = u, .stop = &c->stop};
     int rc = rad_chat_reply(c, &cb);
 
-    reply_running = 0;
+    rad_interrupt_arm(NULL, 0);         /* idle: the loop decides */
+    int signals = rad_interrupt_count() - signals_before;
     u->busy = 0;
     u->reply = NULL;
     e->streaming = 0;
@@ -506,12 +504,22 @@ static int ui_reply(RadChat *c)
         snprintf(msg, sizeof msg, "%s", rad_error_message()[0] ? rad_error_message() : rad_strerror(rc));
         if (u->tr.n > 0 && u->tr.v[u->tr.n - 1] == e) rad_tr_pop(&u->tr);
         if (rc == RAD_E_INTERRUPT) ui_notice(c, "interrupted before the reply began; /retry asks again");
-        else ui_error(c, msg);
+        else {
+            ui_error(c, msg);
+            /* a message the model could not take (too long for the context)
+            ** goes back into the input, to shorten and send again */
+            if (c->refused_text) {
+                rad_input_set(&u->in, c->refused_text);
+                free(c->refused_text);
+                c->refused_text = NULL;
+            }
+        }
     }
-    u->handled_sigint = sigint_count;     /* those Ctrl-Cs stopped this reply */
-    if (exit_now) {
+    u->handled_sigint = rad_interrupt_count();     /* those signals stopped this reply */
+    u->quit_armed = 0;
+    if (signals >= 2 || terminate_signal()) {
         u->quit = 1;
-        u->exit_code = RAD_EXIT_INTERRUPTED;
+        u->exit_code = rad_interrupt_status();
     }
     u->dirty = 1;
     draw(u);
@@ -591,6 +599,7 @@ static int screen_start(Tui *u)
     }
     define_key("\033[200~", KEY_PASTE_BEGIN_CODE);
     define_key("\033[201~", KEY_PASTE_END_CODE);
+    screen_on = 1;
     u->color = rad_use_color(u->chat->settings->color, STDOUT_FILENO) && has_colors();
     if (u->color) setup_colors();
     fputs("\033[?2004h", stdout);       /* bracketed paste */
@@ -603,6 +612,7 @@ static void screen_end(void)
     fputs("\033[?2004l", stdout);
     fflush(stdout);
     endwin();
+    screen_on = 0;
 }
 
 int rad_tui_run(RadChat *c)
@@ -615,7 +625,8 @@ int rad_tui_run(RadChat *c)
     c->ui = &tui_ops;
     c->ui_data = &u;
 
-    rad_chat_catch_sigint(on_sigint); /* no SA_RESTART: a waiting read returns */
+    rad_interrupt_arm(NULL, 0);         /* the loop below decides what a signal means */
+    rad_interrupt_on_exit(restore_terminal);
 
     if (screen_start(&u)) {
         fprintf(stderr, "radiance chat: cannot start the terminal UI (TERM=%s); try --plain\n",
@@ -635,22 +646,26 @@ int rad_tui_run(RadChat *c)
         ui_notice(c, welcome);
     }
     draw(&u);
-    c->ui_ms = rad_chat_now_ms() - c->t_start_ms;
-    u.handled_sigint = sigint_count;
+    c->ui_ms = rad_now_ms() - c->t_start_ms;
+    u.handled_sigint = rad_interrupt_count();
 
     while (!u.quit) {
-        if (sigint_count != u.handled_sigint) {
-            u.handled_sigint = sigint_count;
-            if (u.in.len > 0) {
-                rad_input_set(&u.in, "");
-                hint(&u, "input cleared; Ctrl-C again exits");
-            } else {
+        if (rad_interrupt_count() != u.handled_sigint) {
+            u.handled_sigint = rad_interrupt_count();
+            if (terminate_signal() || u.quit_armed) {
                 u.quit = 1;
-                u.exit_code = RAD_EXIT_INTERRUPTED;
+                u.exit_code = rad_interrupt_status();
                 break;
             }
+            /* The first Ctrl-C while idle never leaves: it clears the input
+            ** and says how to. */
+            u.quit_armed = 1;
+            int had_text = u.in.len > 0;
+            rad_input_set(&u.in, "");
+            hint(&u, had_text ? "input cleared; Ctrl-C again leaves (or Ctrl-D, /quit)"
+                              : "Ctrl-C again leaves (or Ctrl-D, /quit)");
         }
-        if (u.hint[0] && rad_chat_now_ms() >= u.hint_until_ms) {
+        if (u.hint[0] && rad_now_ms() >= u.hint_until_ms) {
             u.hint[0] = 0;
             u.dirty = 1;
         }

@@ -95,10 +95,6 @@ typedef struct RadLines {
 
 void rad_lines_clear(RadLines *l);
 void rad_lines_free(RadLines *l);
-/* Append a copy of every line of src. */
-void rad_lines_append(RadLines *dst, const RadLines *src);
-/* Drop lines [from, n). */
-void rad_lines_truncate(RadLines *l, int from);
 
 typedef enum RadWrapMode {
     RAD_WRAP_WORD = 0,          /* break at spaces and around wide characters */
@@ -184,7 +180,6 @@ typedef struct RadTranscript {
 } RadTranscript;
 
 RadEntry *rad_tr_add(RadTranscript *t, RadEntryKind kind, const char *text);
-RadEntry *rad_tr_last(RadTranscript *t);
 void rad_tr_clear(RadTranscript *t);
 void rad_tr_free(RadTranscript *t);
 /* Mark an entry changed (its lines are rebuilt at the next layout). */

@@ -90,35 +90,12 @@ void rad_lines_free(RadLines *l)
     memset(l, 0, sizeof *l);
 }
 
-void rad_lines_truncate(RadLines *l, int from)
-{
-    for (int i = from; i < l->n; i++) line_free(&l->v[i]);
-    if (from < l->n) l->n = from;
-}
-
 static RadLine *lines_push(RadLines *l)
 {
     l->v = grow(l->v, sizeof *l->v, &l->cap, l->n + 1);
     RadLine *line = &l->v[l->n++];
     memset(line, 0, sizeof *line);
     return line;
-}
-
-void rad_lines_append(RadLines *dst, const RadLines *src)
-{
-    for (int i = 0; i < src->n; i++) {
-        const RadLine *s = &src->v[i];
-        size_t len = 0;
-        for (int k = 0; k < s->n_spans; k++) len = s->spans[k].off + s->spans[k].len;
-        RadLine *d = lines_push(dst);
-        d->text = malloc(len + 1);
-        d->spans = malloc(sizeof *d->spans * (size_t)(s->n_spans ? s->n_spans : 1));
-        if (!d->text || !d->spans) abort();
-        memcpy(d->text, s->text, len + 1);
-        memcpy(d->spans, s->spans, sizeof *d->spans * (size_t)s->n_spans);
-        d->n_spans = s->n_spans;
-        d->width = s->width;
-    }
 }
 
 /* ------------------------------------------------------------ cells */

@@ -63,11 +63,6 @@ RadEntry *rad_tr_add(RadTranscript *t, RadEntryKind kind, const char *text)
     return e;
 }
 
-RadEntry *rad_tr_last(RadTranscript *t)
-{
-    return t->n ? t->v[t->n - 1] : NULL;
-}
-
 static void entry_free(RadEntry *e)
 {
     rad_buf_free(&e->text);
@@ -105,10 +100,27 @@ void rad_tr_touch(RadEntry *e)
 
 /* ------------------------------------------------------------ layout */
 
+/* Where a two-column line's second column starts ("  /retry   a new
+** reply"): after its first run of two or more spaces that follows text;
+** 0 when the line has no such gap. */
+static size_t second_column(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && s[i] == ' ') i++;
+    for (; i + 1 < n; i++)
+        if (s[i] == ' ' && s[i + 1] == ' ') {
+            while (i < n && s[i] == ' ') i++;
+            return i < n ? i : 0;
+        }
+    return 0;
+}
+
 /* Each source line of text wrapped with prefix on the first line of the
-** text and cont on the rest. */
-static void wrap_text(RadLines *out, const char *prefix, const char *cont, RadStyle mark, RadStyle st,
-                      const char *text, size_t n, int width)
+** text and cont on the rest.  hang: a line laid out in two columns
+** (/help) continues under its second column, so a narrow window keeps the
+** table's shape. */
+static void wrap_lines(RadLines *out, const char *prefix, const char *cont, RadStyle mark, RadStyle st,
+                       const char *text, size_t n, int width, int hang)
 {
     RadRich p = {0}, c = {0}, body = {0};
     size_t pos = 0;
@@ -121,6 +133,10 @@ static void wrap_text(RadLines *out, const char *prefix, const char *cont, RadSt
         rad_rich_clear(&body);
         rad_rich_adds(&p, mark, first ? prefix : cont);
         rad_rich_adds(&c, mark, cont);
+        size_t col = hang ? second_column(text + pos, len) : 0;
+        int lead = rad_text_width(cont, strlen(cont));
+        if (col && (int)col + lead < width * 2 / 3)
+            for (size_t k = 0; k < col; k++) rad_rich_adds(&c, mark, " ");
         rad_rich_add(&body, st, text + pos, len);
         rad_wrap(out, &p, &c, &body, width, RAD_WRAP_WORD);
         pos += len + (nl ? 1 : 0);
@@ -129,6 +145,12 @@ static void wrap_text(RadLines *out, const char *prefix, const char *cont, RadSt
     rad_rich_free(&p);
     rad_rich_free(&c);
     rad_rich_free(&body);
+}
+
+static void wrap_text(RadLines *out, const char *prefix, const char *cont, RadStyle mark, RadStyle st,
+                      const char *text, size_t n, int width)
+{
+    wrap_lines(out, prefix, cont, mark, st, text, n, width, 0);
 }
 
 static void blank_line(RadLines *out, int width)
@@ -222,8 +244,8 @@ static void render_entry(RadEntry *e, const RadEntry *prev, int width, int view,
                   RAD_STYLE(RAD_ROLE_NOTICE, RAD_ST_ITALIC), e->text.s, e->text.len, width);
         break;
     case RAD_ENTRY_NOTICE:
-        wrap_text(out, "\xc2\xb7 ", "  ", RAD_STYLE(RAD_ROLE_NOTICE, 0), RAD_STYLE(RAD_ROLE_NOTICE, 0), e->text.s,
-                  e->text.len, width);
+        wrap_lines(out, "\xc2\xb7 ", "  ", RAD_STYLE(RAD_ROLE_NOTICE, 0), RAD_STYLE(RAD_ROLE_NOTICE, 0), e->text.s,
+                   e->text.len, width, 1);
         break;
     case RAD_ENTRY_ERROR:
         wrap_text(out, "! ", "  ", RAD_STYLE(RAD_ROLE_ERROR, RAD_ST_BOLD), RAD_STYLE(RAD_ROLE_ERROR, 0), e->text.s,

@@ -11,8 +11,8 @@ _radiance_commands()
 {
     local out
     out=$("$1" --help 2>/dev/null | sed -n '/^commands:/,/^$/p' | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p')
-    [ -n "$out" ] || out="run chat convert info pull list rm show sessions tokenize perplexity bench"
-    echo "$out help"
+    [ -n "$out" ] || out="run chat convert info pull list rm show sessions logs tokenize perplexity bench help"
+    echo "$out"
 }
 
 _radiance_flags()
@@ -74,8 +74,10 @@ _radiance()
     run | chat | pull | rm | show | bench | perplexity | tokenize | info)
         COMPREPLY=($(compgen -W "$(_radiance_models "$bin")" -- "$cur"))
         COMPREPLY+=($(compgen -f -X '!*.@(rad|gguf)' -- "$cur") $(compgen -d -- "$cur")) ;;
-    sessions)
+    sessions | logs)
         [ "$cword" -eq 2 ] && COMPREPLY=($(compgen -W "list show search rm export" -- "$cur")) ;;
+    help)
+        [ "$cword" -eq 2 ] && COMPREPLY=($(compgen -W "$(_radiance_commands "$bin")" -- "$cur")) ;;
     convert)
         COMPREPLY=($(compgen -d -- "$cur") $(compgen -f -X '!*.gguf' -- "$cur")) ;;
     esac

@@ -168,6 +168,30 @@ r2=$($R run "$M" --raw -n 0 --json --allow-special "<|im_start|>" | $PY -c "impo
 [ "$r2" = 1 ] && [ "${r1:-0}" -gt 1 ] && ok "--raw: special-token text stays text unless --allow-special ($r1 vs $r2)" \
     || not_ok "--raw special: $r1 vs $r2"
 
+# ------------------------------------------------------------ run is logged
+export XDG_DATA_HOME="$WORK/logdata"
+$R run "$M" --temp 0 -n 12 "What is the capital of France?" >"$WORK/l1.out" 2>/dev/null
+$R logs >"$WORK/logs" 2>"$WORK/err"
+[ "$(($(wc -l <"$WORK/logs") - 1))" = 1 ] && grep -q "SmolLM2-135M-Instruct.Q4_1.gguf .*What is the capital of France?" "$WORK/logs" \
+    && ok "run is logged: radiance logs lists it (model, prompt)" || not_ok "logs: $(cat "$WORK/logs" "$WORK/err")"
+$R logs show >"$WORK/show" 2>&1
+grep -qF "What is the capital of France?" "$WORK/show" && grep -qF "$(head -c 30 "$WORK/l1.out")" "$WORK/show" \
+    && ok "logs show: the last exchange, prompt and answer" || not_ok "logs show: $(head -20 "$WORK/show")"
+$R logs search capital >"$WORK/search" 2>&1 && grep -q "capital" "$WORK/search" && ok "logs search finds it" \
+    || not_ok "logs search: $(cat "$WORK/search")"
+$R run "$M" -n 4 --no-log "not logged" >/dev/null 2>&1
+printf 'log = false\n' >"$WORK/config/radiance/config"
+RADIANCE_CONFIG="$WORK/config/radiance/config" $R run "$M" -n 4 "not logged either" >/dev/null 2>&1
+[ "$($R logs | wc -l)" = 2 ] && ok "--no-log and log = false keep an exchange out" || not_ok "no-log: $($R logs)"
+$R run --continue --temp 0 -n 8 --json "And of Germany?" >"$WORK/cont.json" 2>"$WORK/err"
+pt1=$($R logs show | grep -c '^\[')
+pt=$(json "$WORK/cont.json" "j['usage']['prompt_tokens']" 2>/dev/null)
+[ "${pt:-0}" -gt 30 ] && [ "$pt1" = 4 ] && [ "$($R logs | wc -l)" = 2 ] \
+    && ok "run --continue follows up the last exchange (prompt $pt tokens, 4 messages in one log entry)" \
+    || not_ok "run --continue: prompt $pt, $pt1 messages, $(cat "$WORK/err")"
+[ -n "$(json "$WORK/cont.json" "j['session']")" ] && ok "--json names the log entry" || not_ok "--json session"
+export XDG_DATA_HOME="$WORK/data"
+
 # ------------------------------------------------------------ help CMD
 $R help run | grep -q "usage: radiance run" && ok "radiance help run prints run's help" || not_ok "help run: $($R help run | head -2)"
 $R help sessions | grep -q "usage: radiance sessions" && ok "radiance help sessions" || not_ok "help sessions"

@@ -11,7 +11,15 @@
 # a resize (re-wrapped, still working), /copy (OSC 52 reaches tmux's
 # buffer), quitting, resuming with --continue from the KV snapshot (/stats
 # shows only the new turn's tokens evaluated, the rest reused), NO_COLOR,
-# Ctrl-C while idle (exit 130), TERM=dumb and a pipe (line mode, saved too).
+# TERM=dumb and a pipe (line mode, saved too).  And the fixes of issue 13:
+# /clear resets the context meter; /help keeps its two columns at 50
+# columns; a reply cut by -n inside a character ends without U+FFFD, on
+# screen and in the session; a message too long for the context is refused
+# without dropping the earlier turns or staying in the session (with Gemma
+# 3, whose turns must alternate, the next message still gets a reply); an
+# idle Ctrl-C clears the input and says how to leave, a second leaves with
+# 130; TERM=dumb line mode writes no escape sequence at all (captured with
+# script(1)); `sessions list` names the model by its file name.
 #
 # Needs tmux and ~/.cache/radiance/models/SmolLM2-135M-Instruct.Q4_1.gguf
 # (tests/models/fetch.sh).  Without them the script says so and skips; with
@@ -26,7 +34,30 @@ command -v tmux >/dev/null 2>&1 || missing="tmux is not installed"
 if [ -n "$missing" ]; then
     if [ "${CI:-}" = true ]; then
         not_ok "test_tui: $missing"
-        finish
+        # -------------------------------------------------------- a reply cut inside a character
+# A fresh chat: SmolLM2's greedy answer to this starts with katakana whose
+# bytes span tokens, and -n 3 ends inside one (U+FFFD before the fix).
+rm -rf "$WORK/data/radiance"
+start_chat "$MODEL" --temp 0 -n 3 -c 2048
+wait_ready 30 || not_ok "the chat for the cut reply did not open: $(pane | tail -5)"
+footers=0
+send "Translate 'thank you' into Japanese."
+wait_count 60 $((footers + 1)) "$FOOTER" && wait_ready 10 || not_ok "the cut reply: $(pane | tail -6)"
+cut_reply=$(pane | grep -A3 "› Translate 'thank you' into Japanese." | sed -n 3p)
+session=$($R sessions list 2>/dev/null | awk 'NR == 2 { print $1 }')
+stored=$($R sessions export "$session" --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['messages'][-1]['content'])")
+if [ -n "$stored" ] && ! grep -q $'\xef\xbf\xbd' <<<"$cut_reply$stored"; then
+    ok "a reply cut by -n inside a character ends without U+FFFD (screen '$cut_reply', session '$stored')"
+else
+    not_ok "cut reply: screen '$cut_reply', session '$stored'"
+fi
+$R sessions list | awk 'NR == 2' | grep -q "SmolLM2-135M-Instruct.Q4_1.gguf" \
+    && ok "sessions list names the model by its file name" || not_ok "sessions list: $($R sessions list | head -3)"
+
+send "/quit"
+wait_exit 20 || not_ok "the cut-reply chat did not quit"
+
+finish
         exit 1
     fi
     echo "SKIP test_tui.sh: $missing"
@@ -103,7 +134,30 @@ if wait_ready 20; then
     ok "the UI opens (status line ready after ${open_ms} ms, tmux start included)"
 else
     not_ok "the UI did not open in 20 s: $(pane | tail -5)"
-    finish
+    # -------------------------------------------------------- a reply cut inside a character
+# A fresh chat: SmolLM2's greedy answer to this starts with katakana whose
+# bytes span tokens, and -n 3 ends inside one (U+FFFD before the fix).
+rm -rf "$WORK/data/radiance"
+start_chat "$MODEL" --temp 0 -n 3 -c 2048
+wait_ready 30 || not_ok "the chat for the cut reply did not open: $(pane | tail -5)"
+footers=0
+send "Translate 'thank you' into Japanese."
+wait_count 60 $((footers + 1)) "$FOOTER" && wait_ready 10 || not_ok "the cut reply: $(pane | tail -6)"
+cut_reply=$(pane | grep -A3 "› Translate 'thank you' into Japanese." | sed -n 3p)
+session=$($R sessions list 2>/dev/null | awk 'NR == 2 { print $1 }')
+stored=$($R sessions export "$session" --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['messages'][-1]['content'])")
+if [ -n "$stored" ] && ! grep -q $'\xef\xbf\xbd' <<<"$cut_reply$stored"; then
+    ok "a reply cut by -n inside a character ends without U+FFFD (screen '$cut_reply', session '$stored')"
+else
+    not_ok "cut reply: screen '$cut_reply', session '$stored'"
+fi
+$R sessions list | awk 'NR == 2' | grep -q "SmolLM2-135M-Instruct.Q4_1.gguf" \
+    && ok "sessions list names the model by its file name" || not_ok "sessions list: $($R sessions list | head -3)"
+
+send "/quit"
+wait_exit 20 || not_ok "the cut-reply chat did not quit"
+
+finish
     exit 1
 fi
 status_row | grep -q "ctx 0/2048" && ok "status line: model and context meter" || not_ok "status line: $(status_row)"
@@ -172,7 +226,7 @@ wait_for 5 "input cleared" || not_ok "clearing the edited message"
 
 # -------------------------------------------------------- slash commands
 send "/help"
-wait_for 5 "/retry" && wait_for 5 "Alt-Enter or Ctrl-J" && ok "/help lists commands and keys" || not_ok "/help: $(pane | tail -12)"
+wait_for 5 "/retry" && wait_for 5 "Alt-Enter, Ctrl-J" && ok "/help lists commands and keys" || not_ok "/help: $(pane | tail -12)"
 send "/stats"
 wait_for 5 "prompt: [0-9]+ tokens, [0-9]+ evaluated" && ok "/stats reports the last reply's prompt tokens" \
     || not_ok "/stats: $(pane | tail -8)"
@@ -228,14 +282,31 @@ while IFS= read -r row; do [ ${#row} -gt 50 ] && too_wide=1; done <<<"$narrow"
 [ $too_wide = 0 ] && ok "after the resize no row is wider than 50 columns" || not_ok "a row is wider than 50 columns after the resize"
 send "/stats"
 wait_for 5 "start-up" && [ ! -s "$WORK/exit" ] && ok "after the resize the chat still works" || not_ok "after resize: $(pane | tail -5)"
+
 T resize-window -t chat -x "$WIDTH" -y "$HEIGHT"
 sleep 1
 pane | grep -qF "$long" && ok "resize back: re-wrapped to one row again" || not_ok "resize back: $(pane | tail -20)"
+# /help at 50 columns (tall enough to see it whole): every row is a command
+# or key at column 4, or a description wrapped under its own column, never
+# a description's words back at the margin.
+T resize-window -t chat -x 50 -y 70
+sleep 0.5
+send "/help"
+wait_for 5 "emacs keys" || not_ok "/help at 50 columns: $(pane | tail -5)"
+helprows=$(pane | sed -n '/commands:/,/emacs keys/p' | tail -n +2)
+bad=$(grep -Ev '^    [^ ]|^ {12,}[^ ]|^  keys:' <<<"$helprows" | head -3)
+[ -n "$helprows" ] && [ -z "$bad" ] && ok "/help at 50 columns keeps its two columns" || not_ok "/help at 50 columns: $bad
+$helprows"
+T resize-window -t chat -x "$WIDTH" -y "$HEIGHT"
+sleep 0.5
+
 
 # -------------------------------------------------------- /clear, /copy (OSC 52 into tmux's buffer)
+status_row | grep -Eq "ctx [1-9][0-9]*/2048" || not_ok "before /clear the context meter should count the chat: $(status_row)"
 send "/clear"
 wait_for 5 "new conversation; the last one is saved as session" && ok "/clear starts a new conversation" \
     || not_ok "/clear: $(pane | tail -4)"
+status_row | grep -q "ctx 0/2048" && ok "/clear resets the context meter" || not_ok "after /clear: $(status_row)"
 send "/set n_predict 48"
 wait_for 5 "n_predict = 48" || not_ok "/set n_predict 48"
 footers=0
@@ -296,22 +367,109 @@ fi
 T capture-pane -p -e -t chat | grep -Eq $'\033\\[[0-9;]*3[0-7]m|\033\\[[0-9;]*38;5' && not_ok "NO_COLOR: colour codes on screen" \
     || ok "NO_COLOR: no colours"
 
-# Ctrl-C with nothing running and nothing typed leaves with 130
+# An idle Ctrl-C clears the input and says how to leave; a second leaves with 130.
+T send-keys -t chat -l "a draft"
+sleep 0.3
+T send-keys -t chat C-c
+if wait_for 5 "Ctrl-C again leaves" && pane | tail -n 1 | grep -q "^› *$" && sleep 1 && [ ! -s "$WORK/exit" ]; then
+    ok "an idle Ctrl-C clears the draft, says how to leave, and does not leave"
+else
+    not_ok "idle Ctrl-C: exit '$(cat "$WORK/exit" 2>/dev/null)', $(pane | tail -3)"
+fi
 T send-keys -t chat C-c
 if wait_exit 30; then
-    [ "$(cat "$WORK/exit")" = 130 ] && ok "Ctrl-C while idle exits 130" || not_ok "Ctrl-C while idle: exit $(cat "$WORK/exit")"
+    [ "$(cat "$WORK/exit")" = 130 ] && ok "a second Ctrl-C leaves with 130" || not_ok "second Ctrl-C: exit $(cat "$WORK/exit")"
 else
-    not_ok "Ctrl-C while idle did not exit"
+    not_ok "a second idle Ctrl-C did not leave"
 fi
 
 # -------------------------------------------------------- TERM=dumb: line mode on a terminal
-CHAT_ENV="TERM=dumb" start_chat "$MODEL" $FLAGS
+# script(1) records every byte radiance writes to its terminal: with
+# TERM=dumb there must be no escape sequence among them (no dim banner,
+# footers or /stats, no bracketed paste switch).
+rm -f "$WORK/exit"
+T kill-server >/dev/null 2>&1
+rm -f "$SOCK"
+T -f /dev/null new-session -d -s chat -x "$WIDTH" -y "$HEIGHT" \
+    "script -qfec 'env TERM=dumb $R chat $MODEL $FLAGS' $WORK/dumb.typescript 2>>$WORK/chat.err; echo \$? >$WORK/exit; sleep 600"
 if wait_for 20 "/help lists commands; Ctrl-D or /quit leaves"; then
     ok "TERM=dumb gives line mode"
+    send "Say hello."
+    wait_count 60 1 "[0-9]+ tokens" || not_ok "TERM=dumb reply: $(pane | tail -5)"
+    send "/stats"
+    wait_for 5 "start-up" || not_ok "TERM=dumb /stats: $(pane | tail -5)"
     send "/quit"
     wait_exit 20 && [ "$(cat "$WORK/exit")" = 0 ] && ok "line mode /quit exits 0" || not_ok "line mode /quit: $(cat "$WORK/exit" 2>/dev/null)"
+    if grep -q $'\033' "$WORK/dumb.typescript"; then
+        not_ok "TERM=dumb line mode wrote escape sequences: $(grep -ao $'\033[^a-zA-Z]*[a-zA-Z]' "$WORK/dumb.typescript" | sort | uniq -c | head -5)"
+    else
+        ok "TERM=dumb line mode writes no escape sequence (banner, reply, footer, /stats; $(wc -c <"$WORK/dumb.typescript") bytes)"
+    fi
 else
     not_ok "TERM=dumb: $(pane | head -5)"
 fi
+
+# -------------------------------------------------------- a message too long for the context
+# With Gemma 3 (its template needs user and model turns to alternate) when
+# it is fetched, else SmolLM2: two turns, then a paste far over -c 256.
+LONGMODEL=${RADIANCE_TUI_GEMMA:-$HOME/.cache/radiance/models/gemma-3-270m-q4_k_m.gguf}
+[ -f "$LONGMODEL" ] || LONGMODEL=$MODEL
+rm -rf "$WORK/data/radiance"
+start_chat "$LONGMODEL" --temp 0 -n 8 -c 256
+wait_ready 30 || not_ok "the chat for the long message did not open: $(pane | tail -5)"
+send "Hi."
+wait_count 60 1 "$FOOTER" && wait_ready 10 || not_ok "first turn: $(pane | tail -5)"
+send "Name a colour."
+wait_count 60 2 "$FOOTER" && wait_ready 10 || not_ok "second turn: $(pane | tail -5)"
+T set-buffer -- "$(for i in $(seq 1 120); do printf 'word%d ' "$i"; done)"
+T paste-buffer -p -t chat
+sleep 0.3
+T send-keys -t chat Enter
+wait_for 20 "too long" || not_ok "the long message was not refused: $(pane | tail -6)"
+wait_ready 10
+session=$($R sessions list 2>/dev/null | awk 'NR == 2 { print $1 }')
+nmsg=$($R sessions show "$session" 2>/dev/null | grep -c '^\[')
+shown=$($R sessions show "$session" 2>/dev/null)
+if [ "$nmsg" = 4 ] && grep -qF "Hi." <<<"$shown" && grep -qF "Name a colour." <<<"$shown" \
+    && ! grep -q "word7" <<<"$shown" && pane | tail -n 4 | grep -q "word119 word120"; then
+    ok "a message too long for the context is refused: the earlier turns stay, the session keeps 4 messages, the text is back in the input"
+else
+    not_ok "refused message: $nmsg messages in the session ($(head -c 300 <<<"$shown")); $(pane | tail -8)"
+fi
+T send-keys -t chat C-u
+sleep 0.2
+T send-keys -t chat C-k
+footers=$(pane | grep -Ec "$FOOTER")
+send "Name a fruit."
+if wait_count 60 $((footers + 1)) "$FOOTER" && ! pane | grep -q "alternate"; then
+    ok "after the refusal the next message gets a reply ($(basename "$LONGMODEL"))"
+else
+    not_ok "after the refusal: $(pane | tail -6)"
+fi
+send "/quit"
+wait_exit 20 || not_ok "the long-message chat did not quit"
+
+# -------------------------------------------------------- a reply cut inside a character
+# A fresh chat: SmolLM2's greedy answer to this starts with katakana whose
+# bytes span tokens, and -n 3 ends inside one (U+FFFD before the fix).
+rm -rf "$WORK/data/radiance"
+start_chat "$MODEL" --temp 0 -n 3 -c 2048
+wait_ready 30 || not_ok "the chat for the cut reply did not open: $(pane | tail -5)"
+footers=0
+send "Translate 'thank you' into Japanese."
+wait_count 60 $((footers + 1)) "$FOOTER" && wait_ready 10 || not_ok "the cut reply: $(pane | tail -6)"
+cut_reply=$(pane | grep -A3 "› Translate 'thank you' into Japanese." | sed -n 3p)
+session=$($R sessions list 2>/dev/null | awk 'NR == 2 { print $1 }')
+stored=$($R sessions export "$session" --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['messages'][-1]['content'])")
+if [ -n "$stored" ] && ! grep -q $'\xef\xbf\xbd' <<<"$cut_reply$stored"; then
+    ok "a reply cut by -n inside a character ends without U+FFFD (screen '$cut_reply', session '$stored')"
+else
+    not_ok "cut reply: screen '$cut_reply', session '$stored'"
+fi
+$R sessions list | awk 'NR == 2' | grep -q "SmolLM2-135M-Instruct.Q4_1.gguf" \
+    && ok "sessions list names the model by its file name" || not_ok "sessions list: $($R sessions list | head -3)"
+
+send "/quit"
+wait_exit 20 || not_ok "the cut-reply chat did not quit"
 
 finish
