@@ -14,7 +14,8 @@ static const char usage[] =
     "  --plugins            list the architecture plugins and the formats they serve\n"
     "  --kernels            list the kernel libraries and their rows\n"
     "  --graph MODEL        print the model's ops, the kernel chosen for each band, and the memory plan\n"
-    "  --kernels-order LIST library order for --graph (default: ref)\n"
+    "  --kernels-order LIST library order for --graph (default: every installed library, most\n"
+    "                       preferred first: cpu,ref with the cpu library)\n"
     "  --plugins-dir DIR    plugin folder\n";
 
 int rad_cmd_info(int argc, char **argv)

@@ -145,6 +145,12 @@ HF_HUB_OFFLINE=1 $R chat --plain </dev/null >"$WORK/out" 2>"$WORK/err"
 grep -q "qwen3:0.6b" "$WORK/err" && ! grep -q "a model is required" "$WORK/err" \
     && ok "chat with no model uses the default chat model (qwen3:0.6b)" || not_ok "chat with no model: $(cat "$WORK/err")"
 
+mkdir -p "$WORK/notamodel" && echo hi >"$WORK/notamodel/readme.txt"
+$R chat "$WORK/notamodel" </dev/null >/dev/null 2>"$WORK/err"
+st=$?
+[ $st = 3 ] && grep -q "is not a model" "$WORK/err" && ! grep -q "converting" "$WORK/err" \
+    && ok "chat on a folder that is no model says so, without 'converting' first" || not_ok "chat DIR: exit $st, $(cat "$WORK/err")"
+
 # ------------------------------------------------------------ -q is --quiet everywhere
 bad=""
 for c in run chat pull convert rm show list bench tokenize perplexity sessions logs info; do
