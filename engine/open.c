@@ -247,6 +247,7 @@ const RadText *rad_engine_text(const RadEngine *e) { return e->text; }
 int rad_engine_n_vocab(const RadEngine *e) { return e->meta.n_vocab; }
 int rad_engine_max_ctx(const RadEngine *e) { return e->ctx.max_ctx; }
 int rad_engine_threads(const RadEngine *e) { return rad_pool_threads(e->pool); }
+int rad_engine_max_spec(const RadEngine *e) { return e->ctx.max_spec; }
 
 const char *rad_engine_model_id(const RadEngine *e) { return e->model_id; }
 

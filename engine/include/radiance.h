@@ -58,6 +58,8 @@ const struct RadText *rad_engine_text(const RadEngine *e);
 int  rad_engine_n_vocab(const RadEngine *e);
 int  rad_engine_max_ctx(const RadEngine *e);
 int  rad_engine_threads(const RadEngine *e);
+/* Positions a step may roll back (RadEngineOptions.max_spec). */
+int  rad_engine_max_spec(const RadEngine *e);
 
 /* Sequences.  A new sequence holds no positions. */
 int  rad_engine_seq_new(RadEngine *e, int *seq);
