@@ -177,6 +177,8 @@ int rad_settings_set(RadSettings *s, const char *key, const char *value, const c
     else if (!strcmp(key, "batch")) return rad_parse_int(what, value, 1, 1 << 16, &s->batch);
     else if (!strcmp(key, "threads")) return rad_parse_int(what, value, 1, 256, &s->threads);
     else if (!strcmp(key, "mem_budget")) return rad_parse_bytes(what, value, &s->mem_budget);
+    else if (!strcmp(key, "draft")) s->draft = value[0] && strcmp(value, "off") ? value : NULL;
+    else if (!strcmp(key, "draft_max")) return rad_parse_int(what, value, 1, 16, &s->draft_max);
     else if (!strcmp(key, "kernels")) s->kernels = value[0] ? value : NULL;
     else if (!strcmp(key, "kv_dtype")) {
         if (strcmp(value, "f16") && strcmp(value, "f32"))
@@ -213,6 +215,8 @@ int rad_settings_option(RadSettings *s, int c, const char *arg, int *rc)
         {'t', "threads", "--threads"},
         {RAD_OPT_COLOR, "color", "--color"},
         {RAD_OPT_MEM_BUDGET, "mem_budget", "--mem-budget"},
+        {RAD_OPT_DRAFT, "draft", "--draft"},
+        {RAD_OPT_DRAFT_MAX, "draft_max", "--draft-max"},
     };
     for (size_t i = 0; i < sizeof by_key / sizeof by_key[0]; i++)
         if (by_key[i].c == c) {

@@ -40,6 +40,8 @@ typedef struct RadSettings {
     int batch;                  /* prefill rows per step; 0 = the engine's default */
     int threads;                /* 0 = the physical cores */
     int64_t mem_budget;         /* bytes the model may keep in memory; 0 = the engine's default */
+    const char *draft;          /* speculative decoding: "ngram" or a draft model's spec; NULL = off */
+    int draft_max;              /* most tokens guessed per step; 0 = RAD_DRAFT_MAX_DEFAULT */
     const char *kernels;        /* kernel library order; NULL = the engine's default */
     const char *kv_dtype;       /* "f16", "f32"; NULL = the engine's default */
     const char *plugins;        /* plugin folder; NULL = RADIANCE_HOME / beside the binary */
@@ -102,7 +104,7 @@ enum {
     RAD_OPT_TEMP = 1000, RAD_OPT_TOP_K, RAD_OPT_TOP_P, RAD_OPT_MIN_P, RAD_OPT_REPEAT_PENALTY,
     RAD_OPT_REPEAT_LAST_N, RAD_OPT_SEED, RAD_OPT_CONTEXT_POLICY, RAD_OPT_REPLY_RESERVE, RAD_OPT_KV_DTYPE,
     RAD_OPT_KERNELS, RAD_OPT_PLUGINS, RAD_OPT_COLOR, RAD_OPT_OFFLINE, RAD_OPT_THINK, RAD_OPT_NO_THINK,
-    RAD_OPT_MEM_BUDGET, RAD_OPT_ALLOW_SPECIAL
+    RAD_OPT_MEM_BUDGET, RAD_OPT_ALLOW_SPECIAL, RAD_OPT_DRAFT, RAD_OPT_DRAFT_MAX
 };
 
 #define RAD_SETTINGS_OPTIONS                                                                                 \
@@ -119,7 +121,8 @@ enum {
         {"color", required_argument, 0, RAD_OPT_COLOR}, {"offline", no_argument, 0, RAD_OPT_OFFLINE},        \
         {"quiet", no_argument, 0, 'q'}, {"think", no_argument, 0, RAD_OPT_THINK},                            \
         {"no-think", no_argument, 0, RAD_OPT_NO_THINK}, {"mem-budget", required_argument, 0, RAD_OPT_MEM_BUDGET}, \
-        {"allow-special", no_argument, 0, RAD_OPT_ALLOW_SPECIAL}
+        {"allow-special", no_argument, 0, RAD_OPT_ALLOW_SPECIAL}, {"draft", required_argument, 0, RAD_OPT_DRAFT}, \
+        {"draft-max", required_argument, 0, RAD_OPT_DRAFT_MAX}
 
 /* Apply option c with its argument arg (kept as a pointer, as optarg is).
 ** Returns 1, with *rc the outcome, when c is one of RAD_SETTINGS_OPTIONS;

@@ -66,6 +66,7 @@ struct RadChat {
     char *model_spec;           /* as the user named it */
     char *model_path;           /* the resolved .rad / .gguf */
     RadEngine *engine;
+    RadEngine *draft_engine;            /* --draft MODEL's, or NULL */
     RadConv *conv;
     RadModelSampling recommended;   /* the model's own sampling advice (model_sampling.h) */
     RadChatRow *rows;           /* one per conversation message */

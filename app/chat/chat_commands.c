@@ -471,6 +471,12 @@ static void cmd_stats(RadChat *c)
         if (s->dropped_messages)
             n += snprintf(out + n, sizeof out - (size_t)n, "\n  the context policy dropped %d messages for it",
                           s->dropped_messages);
+        if (s->draft_steps)
+            n += snprintf(out + n, sizeof out - (size_t)n,
+                          "\n  speculation: %d steps, %d of %d guesses accepted (%.0f%%), %.2f tokens a step",
+                          s->draft_steps, s->draft_accepted, s->draft_proposed,
+                          s->draft_proposed ? 100.0 * s->draft_accepted / s->draft_proposed : 0.0,
+                          (double)s->completion_tokens / s->draft_steps);
     } else {
         n += snprintf(out + n, sizeof out - (size_t)n, "\nno reply yet in this conversation");
     }

@@ -21,6 +21,7 @@
 ** (the reply's prompt_evaluated shows it).
 */
 #include "chat.h"
+#include "draft_setup.h"
 #include "../app.h"
 #include "../models/model_store.h"
 
@@ -76,16 +77,23 @@ int rad_chat_open_model(RadChat *c)
     RadEngineOptions opt = {
         .model_path = path, .plugin_dir = s->plugins, .kernels = s->kernels, .n_threads = s->threads,
         .max_ctx = s->ctx, .max_tok = s->batch, .kv_type = s->kv_dtype, .mem_budget = s->mem_budget,
+        .max_spec = s->draft ? (s->draft_max > 0 ? s->draft_max : RAD_DRAFT_MAX_DEFAULT) : 0,
     };
-    RadEngine *e = NULL;
+    RadEngine *e = NULL, *draft = NULL;
     RadConv *conv = NULL;
-    if ((rc = rad_engine_open(&opt, &e)) || (rc = rad_conv_new(e, chat_format(e), &conv))) {
+    RadDrafter drafter;
+    if ((rc = rad_engine_open(&opt, &e)) || (rc = rad_conv_new(e, chat_format(e), &conv)) ||
+        (s->draft && ((rc = rad_draft_open(s->draft, e, &opt, s->offline, s->quiet, &drafter, &draft)) ||
+                      (rc = rad_conv_set_drafter(conv, drafter, rad_engine_max_spec(e)))))) {
+        rad_conv_free(conv);
+        rad_engine_close(draft);
         rad_engine_close(e);
         free(path);
         return rc;
     }
     if (s->system && (rc = rad_conv_set_system(conv, s->system))) {
         rad_conv_free(conv);
+        rad_engine_close(draft);
         rad_engine_close(e);
         free(path);
         return rc;
@@ -93,6 +101,7 @@ int rad_chat_open_model(RadChat *c)
     free(c->model_path);
     c->model_path = path;
     c->engine = e;
+    c->draft_engine = draft;
     c->conv = conv;
     rad_model_sampling_of(path, e, &c->recommended);
     rad_settings_apply_model(c->settings, &c->recommended);
@@ -112,6 +121,8 @@ void rad_chat_open_db(RadChat *c)
 void rad_chat_close(RadChat *c)
 {
     rad_conv_free(c->conv);
+    rad_engine_close(c->draft_engine);      /* after the conversation's drafter */
+    c->draft_engine = NULL;
     rad_engine_close(c->engine);
     rad_sdb_close(c->db);
     free(c->rows);

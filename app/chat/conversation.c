@@ -8,6 +8,7 @@
 ** loop (sample, decode, parse, stream, evaluate).  Snapshots sit at the end.
 */
 #include "conversation.h"
+#include "../../engine/speculate.h"
 
 #include "../cli.h"
 #include "../../engine/text/rad_text.h"
@@ -42,6 +43,7 @@ struct RadConv {
     RadSamplerParams sampler_params; /* what sampler was made with */
     int stop_ids[MAX_STOP_IDS];
     int n_stop_ids;
+    RadSpec *spec;                  /* speculative decoding, or NULL (rad_conv_set_drafter) */
 };
 
 static char *copy_string(const char *s)
@@ -190,8 +192,44 @@ void rad_conv_free(RadConv *c)
     free(c->held);
     free(c->logits);
     rad_sampler_free(c->sampler);
+    if (c->spec) rad_spec_free(c->spec);
+    free(c->spec);
     if (c->seq >= 0) rad_engine_seq_free(c->engine, c->seq);
     free(c);
+}
+
+int rad_conv_set_drafter(RadConv *c, RadDrafter d, int k_max)
+{
+    if (c->spec) {
+        rad_spec_free(c->spec);
+        free(c->spec);
+        c->spec = NULL;
+    }
+    RadSpec *spec = calloc(1, sizeof *spec);
+    if (!spec) {
+        if (d.free) d.free(d.self);
+        return rad_error_set(RAD_E_NOMEM, "out of memory");
+    }
+    int rc = rad_spec_init(spec, d, c->engine, k_max);
+    if (rc) { free(spec); return rc; }
+    c->spec = spec;
+    return RAD_OK;
+}
+
+/* The sampler as speculation calls it: the reply's tokens so far (the
+** repeat penalty's history) and the guesses accepted in this step. */
+typedef struct SpecPick {
+    RadConv *c;
+    const int32_t *reply;
+    int n_reply;
+    int32_t *scratch;
+} SpecPick;
+
+static int spec_pick(void *ctx, const float *logits, const int32_t *guessed, int n_guessed, int64_t position)
+{
+    SpecPick *p = ctx;
+    memcpy(p->scratch + p->n_reply, guessed, (size_t)n_guessed * sizeof *guessed);
+    return rad_sampler_pick(p->c->sampler, logits, p->scratch, p->n_reply + n_guessed, position);
 }
 
 const RadChatFormat *rad_conv_format(const RadConv *c) { return c->format; }
@@ -652,13 +690,22 @@ int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks 
     rad_detok_init(&detok, c->text, c->format ? 0 : RAD_DECODE_SKIP_SPECIAL);
     RadFinish finish = RAD_FINISH_LENGTH;
     double t_first = 0;
+    /* With speculation, a verify step hands back several picks at once:
+    ** all but the last are already in the sequence, the last is run by the
+    ** next step (docs/SPECULATION.md).  They are taken from `queued` one at a
+    ** time, through the same checks as a token picked here. */
+    int32_t queued[RAD_CONV_MAX_DRAFT + 1];
+    int n_queued = 0, at_queued = 0;
+    RadSpecStats spec_before = c->spec ? c->spec->stats : (RadSpecStats){0};
     for (;;) {
         if (stopped(cb)) { finish = RAD_FINISH_INTERRUPTED; break; }
         if (s->n_predict >= 0 && reply.n_tokens >= s->n_predict) { finish = RAD_FINISH_LENGTH; break; }
         /* The repeat penalty sees the reply only, never the prompt: a reply
         ** that repeats itself is pushed on, one that quotes the question is
         ** not pushed away from its words (docs/SAMPLING.md). */
-        int token = rad_sampler_pick(c->sampler, c->logits, reply.tokens, reply.n_tokens, c->n_held);
+        int token = at_queued < n_queued ? queued[at_queued++]
+                                         : rad_sampler_pick(c->sampler, c->logits, reply.tokens, reply.n_tokens, c->n_held);
+        const int in_sequence = at_queued < n_queued;     /* an accepted guess the sequence holds */
         if (reply.n_tokens == 0) {
             t_first = rad_now_ms();
             st.ttft_ms = t_first - t0;
@@ -683,12 +730,45 @@ int rad_conv_reply(RadConv *c, const RadConvSettings *s, const RadConvCallbacks 
             st.cut_by_context = 1;
             break;
         }
-        if ((rc = reserve_held(c, c->n_held + 1))) goto reply_fail;
+        if ((rc = reserve_held(c, c->n_held + 1 + RAD_CONV_MAX_DRAFT))) goto reply_fail;
+        if (in_sequence) {
+            c->held[c->n_held++] = token;
+            continue;
+        }
+        if (c->spec) {
+            c->held[c->n_held] = token;
+            SpecPick sp = {.c = c, .reply = reply.tokens, .n_reply = reply.n_tokens, .scratch = NULL};
+            int32_t *scratch = malloc((size_t)(reply.n_tokens + RAD_CONV_MAX_DRAFT + 1) * sizeof *scratch);
+            if (!scratch) { rc = rad_error_set(RAD_E_NOMEM, "out of memory"); goto reply_fail; }
+            memcpy(scratch, reply.tokens, (size_t)reply.n_tokens * sizeof *scratch);
+            sp.scratch = scratch;
+            int got = rad_spec_step(c->spec, c->engine, c->seq, c->held, c->n_held + 1, spec_pick, &sp, queued, NULL);
+            free(scratch);
+            if (got < 0) {
+                rc = got;
+                reset_sequence(c);
+                goto reply_fail;
+            }
+            c->n_held++;
+            n_queued = got;
+            at_queued = 0;
+            continue;
+        }
         if ((rc = rad_engine_eval(c->engine, c->seq, &token, 1, c->logits))) {
             reset_sequence(c);
             goto reply_fail;
         }
         c->held[c->n_held++] = token;
+    }
+    /* A reply that ended on a queued pick leaves accepted guesses after it in
+    ** the sequence: plain decoding never ran them, so neither does this. */
+    if (at_queued < n_queued && n_queued > 1 && rad_engine_seq_len(c->engine, c->seq) > c->n_held &&
+        rad_engine_seq_truncate(c->engine, c->seq, c->n_held) != RAD_OK)
+        reset_sequence(c);
+    if (c->spec) {
+        st.draft_steps = (int)(c->spec->stats.steps - spec_before.steps);
+        st.draft_proposed = (int)(c->spec->stats.drafted - spec_before.drafted);
+        st.draft_accepted = (int)(c->spec->stats.accepted - spec_before.accepted);
     }
     if (st.cut_by_context && cb && cb->on_notice) {
         char note[200];

@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "../../engine/include/radiance.h"
+#include "../../engine/draft.h"
 #include "../../engine/sample.h"
 #include "../../engine/text/rad_chat.h"
 
@@ -112,6 +113,8 @@ typedef struct RadConvStats {
     double decode_ms;           /* first token sampled to the end */
     double prefill_tps;         /* prompt_evaluated / prefill time; 0 when nothing was evaluated */
     double decode_tps;          /* tokens after the first / decode time; 0 with fewer than 2 */
+    int draft_steps;            /* speculation: verify steps, tokens guessed, guesses accepted */
+    int draft_proposed, draft_accepted;
 } RadConvStats;
 
 typedef struct RadConvMessage {
@@ -136,6 +139,15 @@ typedef struct RadConvMessage {
 ** otherwise).  Takes a sequence of its own. */
 int  rad_conv_new(RadEngine *e, const RadChatFormat *f, RadConv **out);
 void rad_conv_free(RadConv *c);
+
+/* The most tokens a drafter may guess per step (--draft-max's bound). */
+#define RAD_CONV_MAX_DRAFT 16
+
+/* Speculative decoding for every later reply (docs/SPECULATION.md): the
+** conversation takes the drafter over; up to k_max guesses a step, and the
+** engine must have been opened with max_spec >= k_max.  The replies are the
+** same tokens as without it. */
+int  rad_conv_set_drafter(RadConv *c, RadDrafter d, int k_max);
 
 const RadChatFormat *rad_conv_format(const RadConv *c);  /* the resolved format; NULL = raw */
 

@@ -29,6 +29,7 @@
 #include "../config.h"
 #include "../interrupt.h"
 #include "../chat/conversation.h"
+#include "../chat/draft_setup.h"
 #include "../chat/model_sampling.h"
 #include "../models/model_store.h"
 #include "../sessions/session_db.h"
@@ -425,6 +426,16 @@ static json_t *timings_json(const RadConvStats *st, double load_ms)
     json_object_set_new(t, "decode_ms", rad_json_ms(st->decode_ms));
     json_object_set_new(t, "prefill_tps", rad_json_ms(st->prefill_tps));
     json_object_set_new(t, "decode_tps", rad_json_ms(st->decode_tps));
+    if (st->draft_steps > 0) {
+        json_t *d = json_object();
+        json_object_set_new(d, "steps", json_integer(st->draft_steps));
+        json_object_set_new(d, "proposed", json_integer(st->draft_proposed));
+        json_object_set_new(d, "accepted", json_integer(st->draft_accepted));
+        json_object_set_new(d, "acceptance", rad_json_f32(st->draft_proposed ? (float)st->draft_accepted /
+                                                                                   (float)st->draft_proposed : 0.0f));
+        json_object_set_new(d, "tokens_per_step", rad_json_f32((float)st->completion_tokens / (float)st->draft_steps));
+        json_object_set_new(t, "speculation", d);
+    }
     return t;
 }
 
@@ -690,7 +701,7 @@ int rad_cmd_run(int argc, char **argv)
         return rad_app_fail(rc);
     }
 
-    RadEngine *e = NULL;
+    RadEngine *e = NULL, *draft_engine = NULL;
     RadConv *conv = NULL;
     char *model_path = NULL;
     Text prompt = {0};
@@ -713,6 +724,7 @@ int rad_cmd_run(int argc, char **argv)
     RadEngineOptions opt = {
         .model_path = model_path, .plugin_dir = s.plugins, .kernels = s.kernels, .n_threads = s.threads,
         .max_ctx = s.ctx, .max_tok = s.batch, .kv_type = s.kv_dtype, .mem_budget = s.mem_budget, .logits_all = dump != NULL,
+        .max_spec = s.draft ? (s.draft_max > 0 ? s.draft_max : RAD_DRAFT_MAX_DEFAULT) : 0,
         .debug_graph = debug_graph ? stderr : NULL, .debug_plan = debug_plan ? stderr : NULL,
     };
     if ((rc = rad_engine_open(&opt, &e))) goto done;
@@ -729,6 +741,11 @@ int rad_cmd_run(int argc, char **argv)
     rad_settings_apply_model(&s, &recommended);
     if ((rc = replace_nul_bytes(&prompt))) goto done;
     if ((rc = rad_conv_new(e, raw ? NULL : rad_engine_chat_format(e), &conv))) goto done;
+    if (s.draft) {
+        RadDrafter drafter;
+        if ((rc = rad_draft_open(s.draft, e, &opt, s.offline, s.quiet, &drafter, &draft_engine))) goto done;
+        if ((rc = rad_conv_set_drafter(conv, drafter, rad_engine_max_spec(e)))) goto done;
+    }
     const RadChatFormat *format = rad_conv_format(conv);
     const char *system = s.system;
     if (want_continue && !system_flag) system = log.info.system_prompt;
@@ -786,6 +803,7 @@ done:
     if (rc == RAD_E_INTERRUPT) exit_status = rad_interrupt_status();
     free(prompt.data);
     rad_conv_free(conv);
+    rad_engine_close(draft_engine);       /* after the conversation's drafter */
     rad_engine_close(e);
     free(model_path);
     run_log_free(&log);
