@@ -34,9 +34,19 @@
 ** of the N sequences decodes one token (TG: N x n tokens over their time),
 ** from a cleared cache each repetition.  The prompts differ, so no prefix is
 ** shared, and the prefix cache is off.
+**
+** --draft ngram|MODEL with --prompt-file FILE: speculative decoding on real
+** text.  The file's text (used as it is: write the chat markup into it for
+** an instruct model) is prefilled untimed; then -n tokens are generated
+** greedily, plain and with the drafter, each timed alone; the row says both
+** rates, the speedup, how many guesses were accepted, the tokens a verify
+** step produced, and whether the two replies were the same tokens (they
+** must be).
 */
 #include "../app.h"
 #include "../config.h"
+#include "../chat/draft_setup.h"
+#include "../../engine/speculate.h"
 #include "../models/model_store.h"
 #include "../../engine/text/rad_text.h"
 #include "../../formats/gguf_container.h"
@@ -68,6 +78,10 @@ static const char usage[] =
     "      --parallel LIST   N sequences at once, for each N of LIST (1,4,8): aggregate pp and tg\n"
     "                        t/s as llama-batched-bench measures them\n"
     "      --mem-budget SIZE memory the model may keep (e.g. 8G; default: what is available)\n"
+    "      --draft D         with --prompt-file: greedy generation plain and with speculative\n"
+    "                        decoding (D: ngram, or a draft model), side by side\n"
+    "      --draft-max K     most tokens guessed per step (default 8)\n"
+    "      --prompt-file F   the text the --draft test continues\n"
     "      --kernels LIST    kernel library order (default: cpu,ref)\n"
     "      --kv-dtype T      KV cache encoding: f16 (default) or f32\n"
     "      --plugins DIR     plugin folder\n"
@@ -438,6 +452,154 @@ static void print_parallel(FILE *f, int format, const BenchModel *m, int threads
                "length together, TG: then that many steps of N tokens.\n", n ? res[0].reps : 0);
 }
 
+/* ------------------------------------------------------------- draft */
+
+typedef struct DraftResult {
+    int n_prompt, n_gen, reps, k_max;
+    double plain_ts, draft_ts;          /* medians */
+    RadSpecStats stats;                 /* of the last repetition */
+    int identical;
+} DraftResult;
+
+/* A whole file into a malloc'd, NUL-terminated buffer. */
+static int read_whole(const char *path, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return rad_error_set(errno == ENOENT ? RAD_E_NOTFOUND : RAD_E_IO, "%s: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (n + 1 == cap) {
+            char *grown = realloc(buf, cap *= 2);
+            if (!grown) { free(buf); buf = NULL; }
+            buf = grown;
+        }
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf) return rad_error_set(RAD_E_NOMEM, "out of memory reading %s", path);
+    if (failed) { free(buf); return rad_error_set(RAD_E_IO, "%s: read failed", path); }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return RAD_OK;
+}
+
+static int argmax_row(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static int greedy_pick(void *ctx, const float *logits, const int32_t *guessed, int n_guessed, int64_t position)
+{
+    (void)guessed, (void)n_guessed, (void)position;
+    return argmax_row(logits, *(const int *)ctx);
+}
+
+/* Generate n_gen greedy tokens after prompt, plain (spec NULL) or
+** speculative; the tokens go to out. */
+static int generate(RadEngine *e, RadSpec *spec, const int32_t *prompt, int n_prompt, int n_gen, int32_t *out,
+                    double *ns)
+{
+    const int vocab = rad_engine_n_vocab(e);
+    int seq = -1, rc = rad_engine_seq_new(e, &seq);
+    float *logits = malloc((size_t)vocab * sizeof *logits);
+    int32_t *context = malloc((size_t)(n_prompt + n_gen + 32) * sizeof *context), picks[32];
+    if (!rc && (!logits || !context)) rc = rad_error_set(RAD_E_NOMEM, "out of memory");
+    if (!rc) rc = rad_engine_eval(e, seq, prompt, n_prompt, logits);
+    double t0 = now_ns();
+    int n = 0;
+    if (!rc) {
+        memcpy(context, prompt, (size_t)n_prompt * sizeof *prompt);
+        out[n] = argmax_row(logits, vocab);
+        context[n_prompt + n++] = out[0];
+    }
+    while (!rc && n < n_gen) {
+        if (!spec) {
+            rc = rad_engine_eval(e, seq, &out[n - 1], 1, logits);
+            if (!rc) context[n_prompt + n] = out[n] = argmax_row(logits, vocab), n++;
+            continue;
+        }
+        int got = rad_spec_step(spec, e, seq, context, n_prompt + n, greedy_pick, (void *)&vocab, picks, NULL);
+        if (got < 0) { rc = got; break; }
+        for (int i = 0; i < got && n < n_gen; i++) context[n_prompt + n] = out[n] = picks[i], n++;
+    }
+    *ns = now_ns() - t0;
+    rad_engine_seq_free(e, seq);
+    free(logits);
+    free(context);
+    return rc;
+}
+
+static int run_draft(RadEngine *e, RadDrafter drafter, const int32_t *prompt, DraftResult *r)
+{
+    int32_t *plain = malloc((size_t)r->n_gen * sizeof *plain), *drafted = malloc((size_t)r->n_gen * sizeof *drafted);
+    double *pt = calloc((size_t)r->reps, sizeof *pt), *dt = calloc((size_t)r->reps, sizeof *dt);
+    RadSpec spec;
+    int rc = plain && drafted && pt && dt ? rad_spec_init(&spec, drafter, e, r->k_max)
+                                          : rad_error_set(RAD_E_NOMEM, "out of memory");
+    r->identical = 1;
+    for (int rep = 0; rep < r->reps && !rc; rep++) {
+        rc = generate(e, NULL, prompt, r->n_prompt, r->n_gen, plain, &pt[rep]);
+        /* each repetition starts speculation afresh, as a new conversation would */
+        RadSpecStats before = spec.stats;
+        spec.k = spec.k_max < 4 ? spec.k_max : 4;
+        spec.off_for = 0;
+        spec.plain_ns = 0;
+        spec.n_timed = 0;
+        if (!rc) rc = generate(e, &spec, prompt, r->n_prompt, r->n_gen, drafted, &dt[rep]);
+        if (!rc && memcmp(plain, drafted, (size_t)r->n_gen * sizeof *plain)) r->identical = 0;
+        r->stats = spec.stats;
+        r->stats.steps -= before.steps;
+        r->stats.drafted -= before.drafted;
+        r->stats.accepted -= before.accepted;
+        r->stats.picked -= before.picked;
+        r->stats.plain_steps -= before.plain_steps;
+        r->stats.off_steps -= before.off_steps;
+    }
+    if (!rc) {
+        r->plain_ts = (r->n_gen - 1) * 1e9 / median_of(pt, r->reps);
+        r->draft_ts = (r->n_gen - 1) * 1e9 / median_of(dt, r->reps);
+    }
+    if (plain && drafted && pt && dt && !rc) rad_spec_free(&spec);
+    free(plain);
+    free(drafted);
+    free(pt);
+    free(dt);
+    return rc;
+}
+
+static void print_draft(FILE *f, int format, const BenchModel *m, int threads, const char *draft, const DraftResult *r)
+{
+    const RadSpecStats *s = &r->stats;
+    double acceptance = s->drafted ? (double)s->accepted / s->drafted : 0;
+    double per_step = s->steps ? (double)s->picked / s->steps : 0;
+    if (format == OUT_JSON) {
+        fprintf(f, "[{\"file\": ");
+        json_string(f, m->file);
+        fprintf(f, ", \"threads\": %d, \"draft\": ", threads);
+        json_string(f, draft);
+        fprintf(f, ", \"draft_max\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"reps\": %d, \"plain_ts\": %.4f, "
+                   "\"draft_ts\": %.4f, \"speedup\": %.4f, \"steps\": %lld, \"proposed\": %lld, \"accepted\": %lld, "
+                   "\"acceptance\": %.4f, \"tokens_per_step\": %.4f, \"identical\": %s}]\n",
+                r->k_max, r->n_prompt, r->n_gen, r->reps, r->plain_ts, r->draft_ts, r->draft_ts / r->plain_ts,
+                (long long)s->steps, (long long)s->drafted, (long long)s->accepted, acceptance, per_step,
+                r->identical ? "true" : "false");
+        return;
+    }
+    fprintf(f, "| model | threads | draft | k max | prompt | tokens | plain t/s | draft t/s | speedup | accepted "
+               "| tokens a step | same tokens |\n");
+    fprintf(f, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    fprintf(f, "| %s | %d | %s | %d | %d | %d | %.2f | %.2f | %.2fx | %lld of %lld (%.0f%%) | %.2f | %s |\n", m->file,
+            threads, draft, r->k_max, r->n_prompt, r->n_gen, r->plain_ts, r->draft_ts, r->draft_ts / r->plain_ts,
+            (long long)s->accepted, (long long)s->drafted, 100 * acceptance, per_step, r->identical ? "yes" : "NO");
+    fprintf(f, "\ngreedy; median of %d repetitions; tokens a step: tokens produced per verify step.\n", r->reps);
+}
+
 /* --------------------------------------------------------- reporting */
 
 static void print_md(FILE *f, const BenchModel *m, int threads, const BenchResult *res, int n)
@@ -524,7 +686,7 @@ static void print_json(FILE *f, const BenchModel *m, int threads, const BenchRes
 
 int rad_cmd_bench(int argc, char **argv)
 {
-    enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET };
+    enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET, DRAFT, DRAFT_MAX, PROMPT_FILE };
     static const struct option options[] = {
         {"model", required_argument, 0, 'm'}, {"n-prompt", required_argument, 0, 'p'},
         {"n-gen", required_argument, 0, 'n'}, {"repetitions", required_argument, 0, 'r'},
@@ -532,12 +694,15 @@ int rad_cmd_bench(int argc, char **argv)
         {"output", required_argument, 0, 'o'}, {"kernels", required_argument, 0, KERNELS},
         {"kv-dtype", required_argument, 0, KVD}, {"plugins", required_argument, 0, PLUGINS},
         {"parallel", required_argument, 0, PARALLEL}, {"mem-budget", required_argument, 0, MEM_BUDGET},
+        {"draft", required_argument, 0, DRAFT}, {"draft-max", required_argument, 0, DRAFT_MAX},
+        {"prompt-file", required_argument, 0, PROMPT_FILE},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     RadEngineOptions opt = {0};
     const char *spec = NULL;
     int n_prompt = 512, n_gen = 128, reps = 5, batch = 0, format = OUT_MD, c, rc = RAD_OK;
-    int parallel[16], n_parallel = 0;
+    int parallel[16], n_parallel = 0, draft_max = RAD_DRAFT_MAX_DEFAULT;
+    const char *draft = NULL, *prompt_file = NULL;
     optind = 1;
     opterr = 0;     /* one line of our own instead of getopt's line plus the usage */
     while (rc == RAD_OK && (c = getopt_long(argc, argv, ":m:p:n:r:t:b:o:h", options, NULL)) != -1) {
@@ -562,6 +727,9 @@ int rad_cmd_bench(int argc, char **argv)
             break;
         case PLUGINS: opt.plugin_dir = optarg; break;
         case MEM_BUDGET: rc = rad_parse_bytes("bench --mem-budget", optarg, &opt.mem_budget); break;
+        case DRAFT: draft = optarg; break;
+        case DRAFT_MAX: rc = parse_count("--draft-max", optarg, 1, 16, &draft_max); break;
+        case PROMPT_FILE: prompt_file = optarg; break;
         case PARALLEL: {
             char *copy = strdup(optarg), *save = NULL;
             n_parallel = 0;
@@ -590,6 +758,10 @@ int rad_cmd_bench(int argc, char **argv)
         return rad_app_fail(rad_error_set(RAD_E_ARG, "bench: unexpected argument '%s'", argv[optind]));
     if (n_prompt == 0 && n_gen == 0)
         return rad_app_fail(rad_error_set(RAD_E_ARG, "bench: -p and -n are both 0: nothing to measure"));
+    if ((draft != NULL) != (prompt_file != NULL))
+        return rad_app_fail(rad_error_set(RAD_E_ARG, "bench: --draft and --prompt-file go together"));
+    if (draft && n_parallel)
+        return rad_app_fail(rad_error_set(RAD_E_ARG, "bench: --draft and --parallel are separate tests"));
 
     enum { WARM_ROWS = 16 };
     char *model_path = NULL;
@@ -603,6 +775,11 @@ int rad_cmd_bench(int argc, char **argv)
     opt.max_ctx = longest > WARM_ROWS + 1 ? longest : WARM_ROWS + 1;
     int most_seqs = 1;
     for (int i = 0; i < n_parallel; i++) most_seqs = parallel[i] > most_seqs ? parallel[i] : most_seqs;
+    if (draft) {
+        opt.max_spec = draft_max;
+        opt.max_tok = batch > 0 ? batch : 256;
+        opt.max_ctx = 0;        /* the model's, up to 4096: the prompt's length is known only later */
+    }
     if (n_parallel) {
         /* a sequence holds its prompt and then its generated tokens */
         longest = n_prompt + n_gen;
@@ -650,6 +827,29 @@ int rad_cmd_bench(int argc, char **argv)
     rad_engine_seq_free(e, seq);
     if (rc) goto done;
 
+    if (draft) {
+        char *text = NULL;
+        size_t len = 0;
+        int32_t *prompt = NULL;
+        int n_tokens = 0;
+        RadEngine *draft_engine = NULL;
+        RadDrafter drafter;
+        if (!tok) rc = rad_error_set(RAD_E_UNSUPPORTED, "bench --draft: the model has no tokenizer");
+        if (!rc) rc = read_whole(prompt_file, &text, &len);
+        if (!rc) rc = rad_text_encode(tok, text, len, RAD_ENCODE_ADD_SPECIAL | RAD_ENCODE_PARSE_SPECIAL, &prompt, &n_tokens);
+        if (!rc && n_tokens + n_gen + draft_max + 1 > rad_engine_max_ctx(e))
+            rc = rad_error_set(RAD_E_RANGE, "bench --draft: %d prompt tokens and %d generated exceed the context of %d",
+                               n_tokens, n_gen, rad_engine_max_ctx(e));
+        if (!rc) rc = rad_draft_open(draft, e, &opt, 0, 1, &drafter, &draft_engine);
+        DraftResult dr = {.n_prompt = n_tokens, .n_gen = n_gen, .reps = reps, .k_max = draft_max};
+        if (!rc) rc = run_draft(e, drafter, prompt, &dr);
+        if (!rc) print_draft(stdout, format, &model, rad_engine_threads(e), draft, &dr);
+        rad_engine_close(draft_engine);
+        free(text);
+        free(prompt);
+        fflush(stdout);
+        goto done;
+    }
     if (n_parallel) {
         ParallelResult pres[16];
         for (int i = 0; i < n_parallel && !rc; i++) {
