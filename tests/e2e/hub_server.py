@@ -26,8 +26,17 @@ computed then):
   test/escape       a listing naming ../../escape.txt
   test/absolute     a listing naming /tmp/absolute.txt
   test/evil-link    a listing whose next page is on another host
-  test/tiny-gguf    GGUF files: tiny-Q4_K_M.gguf, tiny-Q8_0.gguf, and a
-                    split tiny-Q5_K_M-0000N-of-00002.gguf
+  test/qwen2-gguf   real GGUF files from tests/models/llamacpp: the tiny Qwen2
+                    at q8_0 (qwen2-tiny-Q8_0.gguf), the f32 one split in two
+                    (qwen2-tiny-F32-0000N-of-00002.gguf, cut here as gguf-split
+                    cuts), an mmproj file and a README a client must not take
+  test/many-gguf    a listing of GGUF names only (contents never fetched): no
+                    Q4_K_M or Q8_0, and the same quant in two folders
+  Qwen/Qwen3-0.6B-GGUF  the tiny Qwen2 under the file name the shipped alias
+                    qwen3:0.6b-gguf picks, so the alias is tested end to end
+  test/wide-llama   a llama checkpoint generated here (bf16, 8 layers, rows
+                    of 256 and 512): wide enough for the k-quants, so a
+                    Q4_K_M recipe has every choice to make
   anything else     404 RepoNotFound
 
 Failures on purpose come from the control file (JSON, re-read on every
@@ -49,6 +58,8 @@ import argparse
 import hashlib
 import json
 import os
+import random
+import struct
 import threading
 import time
 import urllib.parse
@@ -113,7 +124,7 @@ def load_dir(path, names=None):
     return out
 
 
-def build_repos(fixtures):
+def build_repos(fixtures, gguf_dir):
     wanted = {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
               "tokenizer_config.json", "model.safetensors.index.json"}
     llama = load_dir(os.path.join(fixtures, "llama"), wanted)
@@ -124,11 +135,15 @@ def build_repos(fixtures):
     sharded = {k: v for k, v in sharded.items()
                if k.endswith(".safetensors") or k in ("config.json", "generation_config.json",
                                                       "model.safetensors.index.json")}
-    gguf = {"tiny-Q4_K_M.gguf": b"GGUF" + os.urandom(90000),
-            "tiny-Q8_0.gguf": b"GGUF" + os.urandom(3000),
-            "tiny-Q5_K_M-00001-of-00002.gguf": b"GGUF" + os.urandom(2000),
-            "tiny-Q5_K_M-00002-of-00002.gguf": os.urandom(2000),
+    q8 = open(os.path.join(gguf_dir, "qwen2-tiny-q8_0.gguf"), "rb").read()
+    f32_parts = split_gguf(open(os.path.join(gguf_dir, "qwen2-tiny-f32.gguf"), "rb").read(), 2)
+    gguf = {"qwen2-tiny-Q8_0.gguf": q8,
+            "qwen2-tiny-F32-00001-of-00002.gguf": f32_parts[0],
+            "qwen2-tiny-F32-00002-of-00002.gguf": f32_parts[1],
+            "mmproj-qwen2-tiny-Q8_0.gguf": b"GGUF not a model\n",
             "README.md": b"# gguf\n"}
+    many = {"m-Q2_K.gguf": b"GGUF", "m-Q3_K_S.gguf": b"GGUF", "a/m-Q5_K_M.gguf": b"GGUF",
+            "b/m-Q5_K_M.gguf": b"GGUF", "m-IQ4_XS.gguf": b"GGUF"}
     repos = [
         Repo("test/tiny-llama", {**llama, **extras}),
         Repo("test/sharded", sharded),
@@ -137,15 +152,144 @@ def build_repos(fixtures):
         Repo("test/escape", {"config.json": llama["config.json"]}, listing_extra=["../../escape.txt"]),
         Repo("test/absolute", {"config.json": llama["config.json"]}, listing_extra=["/tmp/absolute.txt"]),
         Repo("test/evil-link", llama, evil_link=True),
-        Repo("test/tiny-gguf", gguf),
+        Repo("test/qwen2-gguf", gguf),
+        Repo("test/many-gguf", many),
+        Repo("Qwen/Qwen3-0.6B-GGUF", {"Qwen3-0.6B-Q8_0.gguf": q8}),
+        Repo("test/wide-llama", wide_llama()),
     ]
     return {r.id: r for r in repos}
+
+
+# ------------------------------------------------------------ GGUF splitting
+
+def _gguf_read_value(buf, pos, vtype):
+    """Skip one metadata value of type vtype at pos; return the position after it."""
+    fixed = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    if vtype in fixed:
+        return pos + fixed[vtype]
+    if vtype == 8:
+        (n,) = struct.unpack_from("<Q", buf, pos)
+        return pos + 8 + n
+    if vtype == 9:
+        etype, n = struct.unpack_from("<IQ", buf, pos)
+        pos += 12
+        for _ in range(n):
+            pos = _gguf_read_value(buf, pos, etype)
+        return pos
+    raise ValueError("GGUF value type %d" % vtype)
+
+
+def _gguf_str(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def split_gguf(buf, n_parts):
+    """Cut a GGUF v3 file into n_parts the way llama.cpp's gguf-split does:
+    the first part keeps all the metadata, every part gets split.no,
+    split.count and split.tensors.count, the tensors are shared out in
+    order, each part packed and aligned on its own."""
+    magic, version, n_tensors, n_kv = struct.unpack_from("<4sIQQ", buf, 0)
+    assert magic == b"GGUF" and version == 3
+    pos, kvs, align = 24, [], 32
+    for _ in range(n_kv):
+        (klen,) = struct.unpack_from("<Q", buf, pos)
+        key = buf[pos + 8:pos + 8 + klen].decode()
+        (vtype,) = struct.unpack_from("<I", buf, pos + 8 + klen)
+        end = _gguf_read_value(buf, pos + 12 + klen, vtype)
+        if key == "general.alignment":
+            (align,) = struct.unpack_from("<I", buf, pos + 12 + klen)
+        kvs.append(buf[pos:end])
+        pos = end
+    infos = []
+    for _ in range(n_tensors):
+        (nlen,) = struct.unpack_from("<Q", buf, pos)
+        name = buf[pos + 8:pos + 8 + nlen]
+        (ndims,) = struct.unpack_from("<I", buf, pos + 8 + nlen)
+        dims = struct.unpack_from("<%dQ" % ndims, buf, pos + 12 + nlen)
+        ttype, off = struct.unpack_from("<IQ", buf, pos + 12 + nlen + 8 * ndims)
+        infos.append([name, ndims, dims, ttype, off])
+        pos += 12 + nlen + 8 * ndims + 12
+    data_start = pos + (-pos % align)
+    sizes = [infos[i + 1][4] - infos[i][4] for i in range(n_tensors - 1)]
+    last = len(buf) - data_start - infos[-1][4]
+    sizes.append(last + (-last % align))
+    per = (n_tensors + n_parts - 1) // n_parts
+    parts = []
+    for p in range(n_parts):
+        chunk = list(range(p * per, min(n_tensors, (p + 1) * per)))
+        split_kv = [_gguf_str("split.no") + struct.pack("<IH", 2, p),
+                    _gguf_str("split.count") + struct.pack("<IH", 2, n_parts),
+                    _gguf_str("split.tensors.count") + struct.pack("<Ii", 5, n_tensors)]
+        meta = (kvs if p == 0 else []) + split_kv
+        out = bytearray(struct.pack("<4sIQQ", b"GGUF", 3, len(chunk), len(meta)))
+        for kv in meta:
+            out += kv
+        off = 0
+        for i in chunk:
+            name, ndims, dims, ttype, _ = infos[i]
+            out += struct.pack("<Q", len(name)) + name + struct.pack("<I", ndims)
+            out += struct.pack("<%dQ" % ndims, *dims) + struct.pack("<IQ", ttype, off)
+            off += sizes[i]
+        out += bytes(-len(out) % align)
+        for i in chunk:
+            start = data_start + infos[i][4]
+            piece = buf[start:start + sizes[i]]
+            out += piece + bytes(sizes[i] - len(piece))
+        parts.append(bytes(out))
+    return parts
+
+
+# --------------------------------------------- a checkpoint wide enough for k-quants
+
+def wide_llama(seed=7):
+    """A LlamaForCausalLM in bf16 with every matrix row a multiple of 256:
+    hidden 256, 4 heads of 64, 2 KV heads, feed-forward 512, vocabulary 512,
+    8 layers, untied head.  Weights are random with magnitudes 2^-7..2^-4
+    (the high byte of each bf16 is forced into that exponent range), norms
+    are 1."""
+    rnd = random.Random(seed)
+    E, F, V, L, KV = 256, 512, 512, 8, 128
+    shapes = [("model.embed_tokens.weight", [V, E])]
+    for l in range(L):
+        p = "model.layers.%d." % l
+        shapes += [(p + "input_layernorm.weight", [E]), (p + "post_attention_layernorm.weight", [E]),
+                   (p + "self_attn.q_proj.weight", [E, E]), (p + "self_attn.k_proj.weight", [KV, E]),
+                   (p + "self_attn.v_proj.weight", [KV, E]), (p + "self_attn.o_proj.weight", [E, E]),
+                   (p + "mlp.gate_proj.weight", [F, E]), (p + "mlp.up_proj.weight", [F, E]),
+                   (p + "mlp.down_proj.weight", [E, F])]
+    shapes += [("model.norm.weight", [E]), ("lm_head.weight", [V, E])]
+    squash = bytes([(0x3C, 0x3D, 0xBC, 0xBD)[b & 3] for b in range(256)])
+    header, blobs, at = {}, [], 0
+    for name, shape in shapes:
+        n = 1
+        for d in shape:
+            n *= d
+        if len(shape) == 1:
+            data = b"\x80\x3f" * n                       # bf16 1.0
+        else:
+            data = bytearray(rnd.randbytes(2 * n))
+            data[1::2] = bytes(data[1::2]).translate(squash)
+            data = bytes(data)
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [at, at + len(data)]}
+        blobs.append(data)
+        at += len(data)
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": E,
+              "intermediate_size": F, "num_hidden_layers": L, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "vocab_size": V, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+              "max_position_embeddings": 256, "tie_word_embeddings": False, "hidden_act": "silu",
+              "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2}
+    return {"config.json": json.dumps(config, indent=1).encode(),
+            "model.safetensors": struct.pack("<Q", len(text)) + text + b"".join(blobs)}
 
 
 class State:
     def __init__(self, args):
         self.args = args
-        self.repos = build_repos(args.fixtures)
+        self.repos = build_repos(args.fixtures, args.gguf)
         self.by_sha = {}
         for r in self.repos.values():
             for path, item in r.meta.items():
@@ -388,11 +532,14 @@ def make_handler(state, server_name):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fixtures", required=True)
+    ap.add_argument("--gguf", help="the GGUF fixtures (default: FIXTURES/../../models/llamacpp)")
     ap.add_argument("--dir", required=True, help="writes ports, commits.json here")
     ap.add_argument("--log", required=True)
     ap.add_argument("--control", required=True)
     ap.add_argument("--lifetime", type=float, default=180)
     args = ap.parse_args()
+    if not args.gguf:
+        args.gguf = os.path.join(args.fixtures, "..", "..", "models", "llamacpp")
     state = State(args)
     servers = {}
     for name in ("hub", "cdn"):

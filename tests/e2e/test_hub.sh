@@ -29,10 +29,10 @@ unset HF_TOKEN HUGGING_FACE_HUB_TOKEN HF_TOKEN_PATH HF_HUB_CACHE HUGGINGFACE_HUB
 export NO_PROXY=127.0.0.1 no_proxy=127.0.0.1
 export HF_ENDPOINT="http://127.0.0.1:$HUB"
 export HOME="$WORK/home" XDG_DATA_HOME="$WORK/data" XDG_CONFIG_HOME="$WORK/config" HF_HOME="$WORK/hf"
-export RADIANCE_MODELS="$WORK/models.tsv"
-printf 'tiny\ttest/tiny-llama\tmain\tf32\ttest weights, no licence\n' >"$RADIANCE_MODELS"
-printf 'tiny-gated\ttest/gated\tmain\tf32\tgated test repo\n' >>"$RADIANCE_MODELS"
-printf 'tiny-run\ttest/tiny-llama\tmain\tf32\ttest weights, no licence\n' >>"$RADIANCE_MODELS"
+export RADIANCE_ALIASES="$WORK/models.tsv"
+printf 'tiny\ttest/tiny-llama\tmain\tf32\ttest weights, no licence\n' >"$RADIANCE_ALIASES"
+printf 'tiny-gated\ttest/gated\tmain\tf32\tgated test repo\n' >>"$RADIANCE_ALIASES"
+printf 'tiny-run\ttest/tiny-llama\tmain\tf32\ttest weights, no licence\n' >>"$RADIANCE_ALIASES"
 mkdir -p "$HOME"
 
 ctl() { printf '%s' "$1" >"$CTL"; }
@@ -227,18 +227,7 @@ HF_TOKEN="$GOOD_TOKEN" $R pull hf:test/gated@v1 2>/dev/null
     && ok "HF_TOKEN is sent as a Bearer token" || not_ok "HF_TOKEN: $(logq "$m" "r")"
 HF_TOKEN="bad token" expect_fail "a token with a space is refused before sending" 2 "the token from HF_TOKEN holds a space" $R pull hf:test/gated
 
-# ----------------------------------------------------------------- GGUF
-export HF_HOME="$WORK/hf-gguf"
-RD=$(repo_dir test/tiny-gguf)
-G=$(commit_of test/tiny-gguf)
-expect_fail "a GGUF repository downloads, then says conversion is not there yet" 4 "tiny-Q4_K_M.gguf.*GGUF models is not available yet" \
-    $R pull --quiet hf:test/tiny-gguf
-[ -f "$RD/snapshots/$G/tiny-Q4_K_M.gguf" ] && [ ! -e "$RD/snapshots/$G/tiny-Q8_0.gguf" ] \
-    && ok "... Q4_K_M by default, and only it" || not_ok "gguf default: $(ls "$RD/snapshots/$G")"
-$R pull hf:test/tiny-gguf:Q5_K_M 2>/dev/null
-[ -f "$RD/snapshots/$G/tiny-Q5_K_M-00001-of-00002.gguf" ] && [ -f "$RD/snapshots/$G/tiny-Q5_K_M-00002-of-00002.gguf" ] \
-    && ok "a split GGUF brings all its parts" || not_ok "split: $(ls "$RD/snapshots/$G")"
-expect_fail "a GGUF quant that is not there" 3 "no GGUF file for quant Q2_K; files here: .*tiny-Q8_0.gguf" $R pull hf:test/tiny-gguf:Q2_K
+# GGUF repositories: tests/e2e/test_gguf.sh.
 
 # --------------------------------------------------- sharded, rm --purge
 export HF_HOME="$WORK/hf"
@@ -315,7 +304,7 @@ for cmd in pull list rm show; do
         grep -q -- "$(echo "$flag" | sed 's/-/\\\\-/g')" "$RADIANCE_SRC/man/radiance.1" || missing="$missing $cmd:$flag"
     done
 done
-for var in HF_HOME HF_HUB_CACHE HF_TOKEN HF_ENDPOINT HF_HUB_OFFLINE XDG_DATA_HOME RADIANCE_MODELS; do
+for var in HF_HOME HF_HUB_CACHE HF_TOKEN HF_ENDPOINT HF_HUB_OFFLINE XDG_DATA_HOME RADIANCE_ALIASES; do
     grep -q "^\.B $var" "$RADIANCE_SRC/man/radiance.1" || missing="$missing env:$var"
 done
 [ -z "$missing" ] && ok "pull/list/rm/show flags and the hub variables are in radiance(1)" || not_ok "missing from radiance(1):$missing"
