@@ -1,5 +1,7 @@
 /*
-** quantize_kquants.c: f32 to the k-quants (q2_k .. q6_k) and iq4_nl.
+** quantize_kquants.c: f32 to q2_k, q3_k and iq4_nl (q4_k, q5_k and q6_k,
+** the k-quants llama.cpp's recipes use, follow ggml's own quantizer in
+** quantize_kref.c).
 **
 ** These encodings have more freedom than one scale per block: a k-quant
 ** super-block of 256 has a small integer scale (and offset) per sub-block
@@ -14,13 +16,13 @@
 ** The steps, for each super-block:
 **
 **  1. Fit each sub-block on its own, in full precision:
-**     - with offset (q2_k, q4_k, q5_k): x ~ s * q - o, q in 0..nmax,
+**     - with offset (q2_k): x ~ s * q - o, q in 0..nmax,
 **       s >= 0, o >= 0.  The grid starts at min(0, min x) and ends at max x;
 **       candidate grids of nmax + t/10 steps over that span (t = -10..10)
 **       assign codes by rounding, then s and o are refitted by least squares
 **       on those codes (o clamped at 0, refitting s alone); the candidate
 **       with the least squared error wins.
-**     - symmetric (q3_k, q6_k): x ~ s * q, q in qlo..qhi (qlo = -qhi - 1).
+**     - symmetric (q3_k): x ~ s * q, q in qlo..qhi (qlo = -qhi - 1).
 **       Candidates map the element of largest magnitude to qlo + t/10
 **       (t = -10..10), round, refit s = sum(qx) / sum(q^2), keep the best.
 **  2. Quantize the sub-block scales to the format's integers: the largest
@@ -238,91 +240,6 @@ int rad_qz_block_q3_k(const float *x, uint8_t *out, int64_t first)
         int u = sc[g] + 32;
         scales[g < 8 ? g : g - 8] |= (uint8_t)((u & 15) << (g < 8 ? 0 : 4));
         scales[8 + g % 4] |= (uint8_t)((u >> 4) << (2 * (g / 4)));
-    }
-    return 0;
-}
-
-/* ------------------------------------------------------ q4_k and q5_k */
-
-/* Pack 8 six-bit scales and offsets into 12 bytes: for s < 4 the low 6
-** bits of bytes s and s + 4; for s >= 4 the low nibbles share byte s + 4
-** and the top two bits go to the top of bytes s - 4 (scale) and s (offset). */
-static void pack_k4_scales(const int *sc, const int *m, uint8_t *b)
-{
-    memset(b, 0, 12);
-    for (int s = 0; s < 8; s++) {
-        if (s < 4) {
-            b[s] |= (uint8_t)sc[s];
-            b[s + 4] |= (uint8_t)m[s];
-        } else {
-            b[s + 4] = (uint8_t)((sc[s] & 15) | (m[s] & 15) << 4);
-            b[s - 4] |= (uint8_t)((sc[s] >> 4) << 6);
-            b[s] |= (uint8_t)((m[s] >> 4) << 6);
-        }
-    }
-}
-
-/* q4_k (nmax 15) and q5_k (nmax 31): d, dmin, scales[12], [qh[32],]
-** qs[128].  Element e = 64c + 32t + l: low nibble (t = 0) or high nibble
-** (t = 1) of qs[32c + l]; q5_k's fifth bit at qh[l] bit 2c + t. */
-static int block_k4(const float *x, uint8_t *out, int64_t first, int nmax, const char *enc)
-{
-    float s[8], o[8];
-    int sc[8], m[8], q[QK_K];
-    for (int b = 0; b < 8; b++) fit_offset(x + 32 * b, 32, nmax, &s[b], &o[b]);
-    int rc = unsigned_factor(s, 8, 63, out, sc, enc, x, first, 65504.0 * 63 * nmax);
-    if (!rc) rc = unsigned_factor(o, 8, 63, out + 2, m, enc, x, first, 65504.0 * 63);
-    if (rc) return rc;
-    float d = rad_qz_get_half(out), dmin = rad_qz_get_half(out + 2);
-    for (int b = 0; b < 8; b++) offset_codes(x + 32 * b, 32, d, sc[b], dmin, m[b], nmax, q + 32 * b);
-    pack_k4_scales(sc, m, out + 4);
-
-    uint8_t *qh = nmax > 15 ? out + 16 : NULL, *qs = nmax > 15 ? out + 48 : out + 16;
-    memset(qs, 0, 128);
-    if (qh) memset(qh, 0, 32);
-    for (int e = 0; e < QK_K; e++) {
-        int c = e / 64, t = e % 64 / 32, l = e % 32;
-        qs[32 * c + l] |= (uint8_t)((q[e] & 15) << (4 * t));
-        if (qh) qh[l] |= (uint8_t)((q[e] >> 4) << (2 * c + t));
-    }
-    return 0;
-}
-
-int rad_qz_block_q4_k(const float *x, uint8_t *out, int64_t first)
-{
-    return block_k4(x, out, first, 15, "q4_k");
-}
-
-int rad_qz_block_q5_k(const float *x, uint8_t *out, int64_t first)
-{
-    return block_k4(x, out, first, 31, "q5_k");
-}
-
-/* ------------------------------------------------------------ q6_k */
-
-/* Layout: ql[128], qh[64], scales[16] (int8), d.  Element e = 128h + 32k + l
-** has u = code + 32 (0..63): u & 15 in the low (k < 2) or high nibble of
-** ql[64h + l + 32 (k & 1)], u >> 4 at qh[32h + l] bits 2k. */
-int rad_qz_block_q6_k(const float *x, uint8_t *out, int64_t first)
-{
-    float s[16];
-    int sc[16], q[QK_K];
-    for (int g = 0; g < 16; g++) s[g] = fit_signed(x + 16 * g, 16, -32, 31);
-    int rc = signed_factor(s, 16, -128, 127, out + 208, sc, "q6_k", x, first, 65504.0 * 128 * 32);
-    if (rc) return rc;
-    float d = rad_qz_get_half(out + 208);
-    for (int g = 0; g < 16; g++) signed_codes(x + 16 * g, 16, d, sc[g], -32, 31, q + 16 * g);
-
-    memset(out, 0, 192);
-    uint8_t *ql = out, *qh = out + 128;
-    for (int e = 0; e < QK_K; e++) {
-        int h = e / 128, k = e % 128 / 32, l = e % 32, u = q[e] + 32;
-        ql[64 * h + l + 32 * (k & 1)] |= (uint8_t)((u & 15) << (4 * (k >> 1)));
-        qh[32 * h + l] |= (uint8_t)((u >> 4) << (2 * k));
-    }
-    for (int g = 0; g < 16; g++) {
-        int8_t v = (int8_t)sc[g];
-        memcpy(out + 192 + g, &v, 1);
     }
     return 0;
 }

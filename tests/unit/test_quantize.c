@@ -2,8 +2,10 @@
 ** test_quantize.c: the converter's encoders (formats/quantize*.c): rounding
 ** of f16 and bf16, q8_0 bytes, every block quantizer's bytes against
 ** gguf-py's (tests/ops/encoding_vectors.h) where ours follow ggml's
-** reference, and every quantizer's round-trip error through the reference
-** decoder (kernels/ref/dequant*.c) against llama.cpp's limits.
+** reference, q4_k, q5_k and q6_k bytes against ggml's own reference
+** quantizer (tests/unit/kquant_vectors.h), and every quantizer's round-trip
+** error through the reference decoder (kernels/ref/dequant*.c) against
+** llama.cpp's limits.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include "rad_half.h"
 
 #include "../ops/encoding_vectors.h"
+#include "kquant_vectors.h"
 
 /* f32 -> 16-bit through rad_convert_row, one element. */
 static uint16_t narrow_one(int enc, uint32_t f32_bits)
@@ -336,6 +339,34 @@ static void test_vectors_byte_identical(void **state)
                                   1 << RAD_ENC_Q5_0 | 1 << RAD_ENC_Q5_1);
 }
 
+/* q4_k, q5_k and q6_k blocks are byte-identical to what ggml's reference
+** quantizer (quantize_row_q*_K_ref, llama-quantize without an imatrix)
+** writes, on rows that reach every branch of its search: Gaussian rows at
+** three magnitudes, one-signed rows, outliers, ties, constant and zero
+** groups, tiny values, integers. */
+static void test_kquant_vectors_byte_identical(void **state)
+{
+    (void)state;
+    int seen[3] = {0};
+    for (int v = 0; v < N_KQUANT_VECTORS; v++) {
+        const KquantVector *k = &kquant_vectors[v];
+        size_t bytes = (size_t)rad_encoding_row_bytes(k->enc, k->n);
+        float *x = malloc((size_t)k->n * sizeof *x);
+        uint8_t *got = malloc(bytes);
+        for (int i = 0; i < k->n; i++) x[i] = rad_bits_to_f32(k->source[i]);
+        memset(got, 0xaa, bytes);
+        assert_int_equal(rad_quantize_row(k->enc, x, got, k->n), 0);
+        for (size_t i = 0; i < bytes; i++)
+            if (got[i] != k->blocks[i])
+                fail_msg("%s: byte %zu (block %zu, offset %zu) is 0x%02x, ggml writes 0x%02x", k->label, i,
+                         i / (bytes / ((size_t)k->n / 256)), i % (bytes / ((size_t)k->n / 256)), got[i], k->blocks[i]);
+        seen[k->enc - RAD_ENC_Q4_K]++;
+        free(x);
+        free(got);
+    }
+    assert_true(seen[0] >= 10 && seen[1] >= 10 && seen[2] >= 10);
+}
+
 /* Every quantizer's round-trip error on llama.cpp's test data 0.1 + 2cos(i + offset),
 ** by its metric sqrt(sum d^2) / n, is within llama.cpp's limit for its bit width. */
 static void test_round_trip_errors(void **state)
@@ -479,6 +510,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_quantize_supported),
         cmocka_unit_test(test_vectors_byte_identical),
+        cmocka_unit_test(test_kquant_vectors_byte_identical),
         cmocka_unit_test(test_round_trip_errors),
         cmocka_unit_test(test_quantize_edge_blocks),
         cmocka_unit_test(test_quantize_from_16bit),
