@@ -239,7 +239,8 @@ unit-test: $(TEST_PLUGINS)
 # core library does not hold: those objects form libradapp.a, linked after
 # the core.  This block only adds prerequisites and a per-target TESTLIBS;
 # the unit tests' pattern rule above does the linking.
-APP_LOGIC_OBJ := $(BUILD)/obj/app/models/model_spec.o $(BUILD)/obj/app/models/hf_cache.o
+APP_LOGIC_OBJ := $(BUILD)/obj/app/models/model_spec.o $(BUILD)/obj/app/models/hf_cache.o \
+    $(BUILD)/obj/app/models/safe_fs.o
 APP_LOGIC_TESTS := $(BUILD)/tests/unit/test_model_spec $(BUILD)/tests/unit/test_hf_cache
 # The session store (app/session_*.c): test_session_db, and the driver that
 # tests/e2e/test_sessions.sh runs (writes, kills, a full disk, two writers).

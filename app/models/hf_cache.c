@@ -10,6 +10,7 @@
 **     run leaves either the old state or the new one.
 */
 #include "hf_cache.h"
+#include "safe_fs.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -46,7 +47,7 @@ int rad_hf_cache_init(RadHfCache *c)
     c->home = c->hub = NULL;
     if (env("HF_HOME")) {
         c->home = strdup(env("HF_HOME"));
-    } else if (env("XDG_CACHE_HOME")) {
+    } else if (env("XDG_CACHE_HOME") && env("XDG_CACHE_HOME")[0] == '/') { /* XDG: relative is ignored */
         c->home = join(env("XDG_CACHE_HOME"), "huggingface");
     } else if (env("HOME")) {
         if (asprintf(&c->home, "%s/.cache/huggingface", env("HOME")) < 0) c->home = NULL;
@@ -242,50 +243,6 @@ int rad_hf_mkdirs(const char *dir)
     return RAD_OK;
 }
 
-/* The folder part of path, in a fresh string. */
-static char *parent_of(const char *path)
-{
-    char *s = strdup(path);
-    if (!s) return NULL;
-    char *slash = strrchr(s, '/');
-    if (slash && slash != s) *slash = 0;
-    return s;
-}
-
-/* Write len bytes to path through PATH.tmp.PID renamed into place. */
-static int write_atomic(const char *path, const char *data, size_t len)
-{
-    char *dir = parent_of(path), *tmp = NULL;
-    if (!dir) return rad_error_set(RAD_E_NOMEM, "out of memory");
-    int rc = rad_hf_mkdirs(dir);
-    free(dir);
-    if (rc) return rc;
-    if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
-        return rad_error_set(RAD_E_NOMEM, "out of memory");
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        rc = rad_error_set(RAD_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
-        return rc;
-    }
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
-    int err = off == len ? 0 : errno;
-    if (close(fd) != 0 && !err) err = errno;
-    if (!err && rename(tmp, path) != 0) err = errno;
-    if (err) {
-        unlink(tmp);
-        rc = rad_error_set(RAD_E_IO, "%s: cannot write: %s", path, strerror(err));
-    }
-    free(tmp);
-    return rc;
-}
-
 /* --------------------------------------------------------------- listing */
 
 void rad_hf_tree_init(RadHfTree *t)
@@ -402,12 +359,15 @@ done:
     return rc;
 }
 
-int rad_hf_tree_load(const char *path, RadHfTree *t)
+int rad_hf_tree_load(const RadHfCache *c, const char *path, RadHfTree *t)
 {
     rad_hf_tree_init(t);
-    if (access(path, F_OK) != 0) return rad_error_set(RAD_E_NOTFOUND, "%s: no saved listing", path);
+    int fd = rad_sfs_open_file(c->hub, path, O_RDONLY, 0);
+    if (fd == RAD_E_NOTFOUND) return rad_error_set(RAD_E_NOTFOUND, "%s: no saved listing", path);
+    if (fd < 0) return fd;
     json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
+    json_t *root = json_loadfd(fd, 0, &jerr);
+    close(fd);
     if (!root) return rad_error_set(RAD_E_FORMAT, "%s: line %d: %s", path, jerr.line, jerr.text);
     int rc = RAD_OK;
     json_t *files = json_object_get(root, "files");
@@ -433,7 +393,7 @@ done:
     return rc;
 }
 
-int rad_hf_tree_save(const char *path, const RadHfTree *t)
+int rad_hf_tree_save(const RadHfCache *c, const char *path, const RadHfTree *t)
 {
     json_t *root = json_object(), *files = json_object();
     int rc = RAD_OK;
@@ -458,29 +418,110 @@ int rad_hf_tree_save(const char *path, const RadHfTree *t)
     json_decref(root);
     if (rc) return rc;
     if (!text) return rad_error_set(RAD_E_NOMEM, "out of memory");
-    rc = write_atomic(path, text, strlen(text));
+    rc = rad_sfs_write_file(c->hub, path, text, strlen(text));
     free(text);
     return rc;
 }
 
-/* The blob name a snapshot link points at ("../../blobs/ETAG"), or NULL. */
-static const char *link_etag(const char *target)
+/* The relative target a snapshot link at depth `depth` below
+** snapshots/COMMIT must have: "../" once per folder level plus two, then
+** "blobs/ETAG". */
+static int link_target(const char *rel_path, const char *etag, char *out, size_t cap)
+{
+    size_t depth = 2, used = 0;
+    for (const char *p = rel_path; *p; p++) depth += *p == '/';
+    if (depth * 3 + 7 + strlen(etag) >= cap) return -1;
+    for (size_t i = 0; i < depth; i++) used += (size_t)snprintf(out + used, cap - used, "../");
+    snprintf(out + used, cap - used, "blobs/%s", etag);
+    return 0;
+}
+
+/* The blob a snapshot link points at, when it points into this repo's
+** blobs/ as huggingface_hub and we make them; else NULL. */
+static const char *link_etag(const char *rel_path, const char *target)
 {
     const char *slash = strrchr(target, '/');
     const char *name = slash ? slash + 1 : target;
-    if (slash && slash - target >= 5 && strncmp(slash - 5, "blobs", 5) == 0 && rad_hf_etag_ok(name))
-        return name;
-    return NULL;
+    char want[PATH_MAX];
+    if (!rad_hf_etag_ok(name) || link_target(rel_path, name, want, sizeof want) != 0) return NULL;
+    return strcmp(target, want) == 0 ? name : NULL;
 }
 
-static int walk_snapshot(const char *root, const char *rel, int depth, RadHfTree *t)
+/* What snapshots/COMMIT/REL is: 1 a file of `size` bytes (any size when
+** size < 0: its size in *got) that stays in the cache, 0 absent (or a link
+** to a missing blob), negative a refusal: a link out of the cache, a hard
+** link, a link where a folder should be. */
+static int snapshot_entry(const RadHfCache *c, const char *snap, const char *rel, int64_t size, int64_t *got,
+                          char etag_out[65])
+{
+    char *full = join(snap, rel), target[PATH_MAX] = "";
+    if (!full) return rad_error_set(RAD_E_NOMEM, "out of memory");
+    struct stat st;
+    int rc = rad_sfs_lstat(c->hub, full, &st);
+    if (etag_out) etag_out[0] = 0;
+    if (rc == RAD_E_NOTFOUND) {
+        rad_error_clear();
+        free(full);
+        return 0;
+    }
+    if (rc) goto done;
+    if (S_ISLNK(st.st_mode)) {
+        const char *etag = NULL;
+        if (rad_sfs_readlink(c->hub, full, target, sizeof target) > 0) etag = link_etag(rel, target);
+        if (!etag) {
+            rc = rad_error_set(RAD_E_IO,
+                               "%s: a link to '%.200s', outside this repository's blobs; refusing to read the "
+                               "model through it: remove it and pull again",
+                               full, target);
+            goto done;
+        }
+        if (etag_out) snprintf(etag_out, 65, "%.64s", etag);
+        /* snapshots/COMMIT/REL -> ../../blobs/ETAG: the blob beside snapshots/ */
+        char *blob = NULL;
+        size_t snap_len = strlen(snap);
+        const char *cut = snap + snap_len;
+        for (int up = 0; up < 2 && cut > snap; up++)
+            do cut--; while (cut > snap && *cut != '/');
+        if (asprintf(&blob, "%.*s/blobs/%s", (int)(cut - snap), snap, etag) < 0) {
+            rc = rad_error_set(RAD_E_NOMEM, "out of memory");
+            goto done;
+        }
+        rc = rad_sfs_lstat(c->hub, blob, &st);
+        if (rc == RAD_E_NOTFOUND) {
+            rad_error_clear();
+            free(blob);
+            free(full);
+            return 0; /* a link to a blob not downloaded (yet) */
+        }
+        if (!rc && S_ISLNK(st.st_mode)) rc = rad_sfs_refuse_link(blob, "a downloaded file");
+        else if (!rc && (!S_ISREG(st.st_mode) || st.st_nlink != 1))
+            rc = rad_error_set(RAD_E_IO, "%s: not a plain file (%s); refusing it: remove it and pull again", blob,
+                               S_ISREG(st.st_mode) ? "it has other hard links" : "not a regular file");
+        free(blob);
+        if (rc) goto done;
+    } else if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
+        rc = rad_error_set(RAD_E_IO, "%s: not a plain file; refusing it: remove it and pull again", full);
+        goto done;
+    }
+    if (got) *got = st.st_size;
+    rc = size < 0 || st.st_size == size;
+done:
+    free(full);
+    return rc;
+}
+
+static int walk_snapshot(const RadHfCache *c, const char *root, const char *rel, int depth, RadHfTree *t)
 {
     char *dir = rel[0] ? join(root, rel) : strdup(root);
     if (!dir) return rad_error_set(RAD_E_NOMEM, "out of memory");
-    DIR *d = opendir(dir);
+    int fd = rad_sfs_open_dir(c->hub, dir, 0);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     int rc = RAD_OK;
     if (!d) {
-        rc = depth == 0 ? rad_error_set(RAD_E_NOTFOUND, "%s: no such snapshot", dir) : RAD_OK;
+        if (fd >= 0) close(fd);
+        rc = fd < 0 && fd != RAD_E_NOTFOUND ? fd
+             : depth == 0                   ? rad_error_set(RAD_E_NOTFOUND, "%s: no such snapshot", dir)
+                                            : RAD_OK;
         free(dir);
         return rc;
     }
@@ -488,36 +529,34 @@ static int walk_snapshot(const char *root, const char *rel, int depth, RadHfTree
     while (rc == RAD_OK && (e = readdir(d))) {
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
         char *sub = rel[0] ? join(rel, e->d_name) : strdup(e->d_name);
-        char *full = sub ? join(root, sub) : NULL;
         struct stat st;
-        if (!sub || !full)
+        if (!sub) {
             rc = rad_error_set(RAD_E_NOMEM, "out of memory");
-        else if (stat(full, &st) != 0) { /* a dangling link: not there */
+        } else if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) { /* vanished */
         } else if (S_ISDIR(st.st_mode)) {
-            if (depth < MAX_SNAPSHOT_DEPTH) rc = walk_snapshot(root, sub, depth + 1, t);
-        } else if (S_ISREG(st.st_mode) && rad_hf_relpath_ok(sub)) {
-            char target[PATH_MAX];
-            ssize_t n = readlink(full, target, sizeof target - 1);
-            const char *etag = NULL;
-            if (n > 0) {
-                target[n] = 0;
-                etag = link_etag(target);
+            if (depth < MAX_SNAPSHOT_DEPTH) rc = walk_snapshot(c, root, sub, depth + 1, t);
+        } else if (rad_hf_relpath_ok(sub)) {
+            int64_t size = -1;
+            char etag[65];
+            int have = snapshot_entry(c, root, sub, -1, &size, etag);
+            if (have < 0)
+                rc = have;
+            else if (have) {
+                int lfs = strlen(etag) == RAD_HF_SHA256_LEN;
+                rc = tree_add(t, sub, (json_int_t)size, etag[0] && !lfs ? etag : NULL, lfs ? etag : NULL, dir);
             }
-            int lfs = etag && strlen(etag) == RAD_HF_SHA256_LEN;
-            rc = tree_add(t, sub, (json_int_t)st.st_size, etag && !lfs ? etag : NULL, lfs ? etag : NULL, dir);
         }
         free(sub);
-        free(full);
     }
     closedir(d);
     free(dir);
     return rc;
 }
 
-int rad_hf_tree_from_snapshot(const char *snapshot_dir, RadHfTree *t)
+int rad_hf_tree_from_snapshot(const RadHfCache *c, const char *snapshot_dir, RadHfTree *t)
 {
     rad_hf_tree_init(t);
-    int rc = walk_snapshot(snapshot_dir, "", 0, t);
+    int rc = walk_snapshot(c, snapshot_dir, "", 0, t);
     if (rc) rad_hf_tree_free(t);
     return rc;
 }
@@ -529,14 +568,17 @@ int rad_hf_ref_read(const RadHfCache *c, const char *repo, const char *ref,
 {
     char *path = repo_path(c, repo, "/refs/%s%s", ref, "");
     if (!path) return rad_error_set(RAD_E_NOMEM, "out of memory");
-    FILE *f = fopen(path, "r");
+    int fd = rad_sfs_open_file(c->hub, path, O_RDONLY, 0);
     int rc = RAD_OK;
-    if (!f) {
+    if (fd == RAD_E_NOTFOUND) {
         rc = rad_error_set(RAD_E_NOTFOUND, "%s: no such ref in the cache", path);
+    } else if (fd < 0) {
+        rc = fd;
     } else {
         char buf[128] = "";
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
+        ssize_t got = read(fd, buf, sizeof buf - 1);
+        size_t n = got > 0 ? (size_t)got : 0;
+        close(fd);
         buf[n] = 0;
         while (n && isspace((unsigned char)buf[n - 1])) buf[--n] = 0;
         if (!rad_hf_is_commit(buf))
@@ -552,7 +594,7 @@ int rad_hf_ref_write(const RadHfCache *c, const char *repo, const char *ref, con
 {
     char *path = repo_path(c, repo, "/refs/%s%s", ref, "");
     if (!path) return rad_error_set(RAD_E_NOMEM, "out of memory");
-    int rc = write_atomic(path, commit, strlen(commit));
+    int rc = rad_sfs_write_file(c->hub, path, commit, strlen(commit));
     free(path);
     return rc;
 }
@@ -560,69 +602,52 @@ int rad_hf_ref_write(const RadHfCache *c, const char *repo, const char *ref, con
 int rad_hf_link(const RadHfCache *c, const char *repo, const char *commit, const char *path, const char *etag)
 {
     char *blob = rad_hf_blob_path(c, repo, etag, ""), *snap = rad_hf_snapshot_dir(c, repo, commit);
-    char *link = NULL, *dir = NULL, *tmp = NULL, *target = NULL;
+    char *link = snap ? join(snap, path) : NULL, target[PATH_MAX];
     int rc = RAD_OK;
-    if (!blob || !snap || !(link = join(snap, path)) || !(dir = parent_of(link)) ||
-        asprintf(&tmp, "%s.tmp.%d", link, (int)getpid()) < 0) {
-        tmp = NULL;
+    struct stat st;
+    if (!blob || !link) {
         rc = rad_error_set(RAD_E_NOMEM, "out of memory");
-        goto done;
-    }
-    if (access(blob, F_OK) != 0) {
+    } else if ((rc = rad_sfs_lstat(c->hub, blob, &st)) == RAD_E_NOTFOUND) {
         rc = rad_error_set(RAD_E_NOTFOUND, "%s: blob missing, cannot link %s", blob, path);
-        goto done;
+    } else if (!rc && S_ISLNK(st.st_mode)) {
+        rc = rad_sfs_refuse_link(blob, "a downloaded file");
+    } else if (!rc && link_target(path, etag, target, sizeof target) != 0) {
+        rc = rad_error_set(RAD_E_IO, "%s: path too deep", link);
+    } else if (!rc) {
+        /* snapshots/COMMIT/a/b/file -> ../../../../blobs/ETAG: two levels
+        ** for snapshots/COMMIT, one more per folder in the path */
+        rc = rad_sfs_symlink(c->hub, link, target);
     }
-    /* snapshots/COMMIT/a/b/file -> ../../../../blobs/ETAG: two levels for
-    ** snapshots/COMMIT, one more per folder in the path. */
-    size_t depth = 2;
-    for (const char *p = path; *p; p++) depth += *p == '/';
-    target = malloc(depth * 3 + 7 + strlen(etag));
-    if (!target) {
-        rc = rad_error_set(RAD_E_NOMEM, "out of memory");
-        goto done;
-    }
-    target[0] = 0;
-    for (size_t i = 0; i < depth; i++) strcat(target, "../");
-    strcat(target, "blobs/");
-    strcat(target, etag);
-    if ((rc = rad_hf_mkdirs(dir))) goto done;
-    unlink(tmp);
-    if (symlink(target, tmp) != 0 || rename(tmp, link) != 0) {
-        rc = rad_error_set(RAD_E_IO, "%s: cannot link to %s: %s", link, target, strerror(errno));
-        unlink(tmp);
-    }
-done:
     free(blob);
     free(snap);
     free(link);
-    free(dir);
-    free(tmp);
-    free(target);
     return rc;
 }
 
 int rad_hf_snapshot_has(const RadHfCache *c, const char *repo, const char *commit, const RadHfFile *f)
 {
-    char *snap = rad_hf_snapshot_dir(c, repo, commit), *full = snap ? join(snap, f->path) : NULL;
-    struct stat st;
-    int ok = full && stat(full, &st) == 0 && S_ISREG(st.st_mode) && (f->size < 0 || st.st_size == f->size);
+    char *snap = rad_hf_snapshot_dir(c, repo, commit);
+    if (!snap) return rad_error_set(RAD_E_NOMEM, "out of memory");
+    int rc = snapshot_entry(c, snap, f->path, f->size, NULL, NULL);
     free(snap);
-    free(full);
-    return ok;
+    return rc;
+}
+
+int rad_hf_make_dir(const RadHfCache *c, const char *dir)
+{
+    int fd = rad_sfs_open_dir(c->hub, dir, 1);
+    if (fd < 0) return fd;
+    close(fd);
+    return RAD_OK;
 }
 
 /* ----------------------------------------------------------------- locks */
 
-int rad_hf_lock(const char *path, int wait, int *fd)
+int rad_hf_lock(const RadHfCache *c, const char *path, int wait, int *fd)
 {
     *fd = -1;
-    char *dir = parent_of(path);
-    if (!dir) return rad_error_set(RAD_E_NOMEM, "out of memory");
-    int rc = rad_hf_mkdirs(dir);
-    free(dir);
-    if (rc) return rc;
-    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (f < 0) return rad_error_set(RAD_E_IO, "%s: cannot open the lock: %s", path, strerror(errno));
+    int f = rad_sfs_open_file(c->hub, path, O_RDWR | O_CREAT, 0644), rc;
+    if (f < 0) return f;
     while (flock(f, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
         if (errno == EINTR) continue;
         int busy = errno == EWOULDBLOCK;
@@ -680,7 +705,7 @@ static void name_partial(const RadHfCache *c, RadHfPartial *p)
         if (n < 6 || strcmp(e->d_name + n - 5, ".json") != 0) continue;
         char *file = join(trees, e->d_name);
         RadHfTree t;
-        if (file && rad_hf_tree_load(file, &t) == RAD_OK) {
+        if (file && rad_hf_tree_load(c, file, &t) == RAD_OK) {
             for (int i = 0; i < t.n && !p->path; i++)
                 if (strcmp(rad_hf_file_etag(&t.files[i]), p->etag) == 0) {
                     p->path = strdup(t.files[i].path);
@@ -719,7 +744,7 @@ int rad_hf_scan_partials(const RadHfCache *c, RadHfPartial **out, int *n_out)
             if (!rad_hf_etag_ok(etag)) continue;
             char *full = join(blobs, b->d_name);
             struct stat st;
-            if (!full || stat(full, &st) != 0) {
+            if (!full || lstat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
                 free(full);
                 continue;
             }
@@ -820,9 +845,11 @@ static int collect_links(const char *dir, int depth, Names *out)
         } else if (S_ISLNK(st.st_mode)) {
             ssize_t n = readlink(full, target, sizeof target - 1);
             if (n > 0) {
+                /* any link naming .../blobs/ETAG: its blob is this repo's ETAG */
                 target[n] = 0;
-                const char *etag = link_etag(target);
-                if (etag) rc = names_add(out, etag);
+                const char *slash = strrchr(target, '/');
+                const char *etag = slash && slash - target >= 5 && !strncmp(slash - 5, "blobs", 5) ? slash + 1 : NULL;
+                if (etag && rad_hf_etag_ok(etag)) rc = names_add(out, etag);
             }
         } else if (S_ISDIR(st.st_mode) && depth < MAX_SNAPSHOT_DEPTH) {
             rc = collect_links(full, depth + 1, out);
@@ -921,6 +948,19 @@ int rad_hf_purge(const RadHfCache *c, const char *repo, const char *commit, uint
         rc = rad_error_set(RAD_E_NOTFOUND, "%s: no such snapshot in the cache", snap);
         goto done;
     }
+    /* Removal goes by path: every folder it goes through must be a real
+    ** one, or a planted link would make us delete elsewhere. */
+    const char *const dirs[] = {repo_dir, snaps, snap, refs, blobs};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        int fd = rad_sfs_open_dir(c->hub, dirs[i], 0);
+        if (fd >= 0)
+            close(fd);
+        else if (fd != RAD_E_NOTFOUND) {
+            rc = fd;
+            goto done;
+        }
+    }
+    rad_error_clear();
     if ((rc = collect_links(snap, 0, &mine))) goto done;
     if ((rc = remove_tree(snap))) goto done;
     unlink(tree);

@@ -15,7 +15,10 @@
 **
 ** This module owns the paths, the name checks that keep a hostile listing
 ** inside the cache, the listing file, links, refs, locks, the scan for
-** partial downloads, and purging a snapshot.  It does no network I/O (that
+** partial downloads, and purging a snapshot.  The cache may be shared
+** (HF_HOME on a group disk): every file it writes or reads below the hub
+** folder goes through safe_fs.h, so a link planted there is refused, never
+** followed.  It does no network I/O (that
 ** is hub.c) and knows nothing of models (model_spec.c picks the files).
 **
 ** Every function returns 0 or a negative RAD_E_* code with the message set;
@@ -38,7 +41,8 @@ typedef struct RadHfCache {
 
 /* Find the cache from the environment: HF_HUB_CACHE (or the older
 ** HUGGINGFACE_HUB_CACHE), else HF_HOME/hub, where HF_HOME defaults to
-** $XDG_CACHE_HOME/huggingface, then ~/.cache/huggingface.  Creates nothing.
+** $XDG_CACHE_HOME/huggingface (when absolute: the XDG specification ignores
+** a relative one), then ~/.cache/huggingface.  Creates nothing.
 ** Returns 0, RAD_E_NOTFOUND (neither HF_HOME nor HOME is set) or RAD_E_NOMEM. */
 int rad_hf_cache_init(RadHfCache *c);
 void rad_hf_cache_free(RadHfCache *c);
@@ -81,8 +85,13 @@ char *rad_hf_tree_path(const RadHfCache *c, const char *repo, const char *commit
 /* HUB/.locks/models--ORG--NAME/ETAG.lock */
 char *rad_hf_lock_path(const RadHfCache *c, const char *repo, const char *etag);
 
-/* mkdir -p, mode 0755.  RAD_E_IO naming the folder on failure. */
+/* mkdir -p, mode 0755.  RAD_E_IO naming the folder on failure.  For
+** folders of our own; inside the cache use rad_hf_make_dir. */
 int rad_hf_mkdirs(const char *dir);
+
+/* Make `dir` (inside the hub cache) and its missing parents, refusing a
+** symlink on the way (safe_fs.h).  Returns 0 or RAD_E_IO naming it. */
+int rad_hf_make_dir(const RadHfCache *c, const char *dir);
 
 /* ---------------------------------------------------------------- listing */
 
@@ -119,19 +128,20 @@ int rad_hf_tree_add_page(RadHfTree *t, const char *json, size_t len, const char 
 
 /* Read trees/COMMIT.json (huggingface_hub's format_version 1:
 ** {"format_version":1,"files":{PATH:{"size","blob_id","lfs_sha256","lfs_size"}}}),
-** with the same checks as add_page.  Returns 0, RAD_E_NOTFOUND (no file),
-** RAD_E_FORMAT or RAD_E_NOMEM; on failure t is left empty. */
-int rad_hf_tree_load(const char *path, RadHfTree *t);
+** with the same checks as add_page; the file is never read through a link.
+** Returns 0, RAD_E_NOTFOUND (no file), RAD_E_FORMAT, RAD_E_IO (a link on
+** the way) or RAD_E_NOMEM; on failure t is left empty. */
+int rad_hf_tree_load(const RadHfCache *c, const char *path, RadHfTree *t);
 
 /* Write t as trees/COMMIT.json in the same format, through a temporary file
 ** renamed into place.  Returns 0, RAD_E_IO or RAD_E_NOMEM. */
-int rad_hf_tree_save(const char *path, const RadHfTree *t);
+int rad_hf_tree_save(const RadHfCache *c, const char *path, const RadHfTree *t);
 
 /* Describe what a snapshot folder holds when no listing was saved (another
-** tool downloaded it): every regular file or link to one, with its size,
-** and its blob name when it links into blobs/.  Returns 0, RAD_E_NOTFOUND
-** (no such folder) or RAD_E_NOMEM. */
-int rad_hf_tree_from_snapshot(const char *snapshot_dir, RadHfTree *t);
+** tool downloaded it): every regular file, or link to a blob of the repo,
+** with its size and blob name.  A link that leads anywhere else is refused.
+** Returns 0, RAD_E_NOTFOUND (no such folder), RAD_E_IO or RAD_E_NOMEM. */
+int rad_hf_tree_from_snapshot(const RadHfCache *c, const char *snapshot_dir, RadHfTree *t);
 
 /* ----------------------------------------------------------- refs, links */
 
@@ -144,22 +154,25 @@ int rad_hf_ref_read(const RadHfCache *c, const char *repo, const char *ref,
 int rad_hf_ref_write(const RadHfCache *c, const char *repo, const char *ref, const char *commit);
 
 /* Make snapshots/COMMIT/PATH a relative symlink to blobs/ETAG, replacing
-** whatever was there.  The blob must exist.  Returns 0, RAD_E_NOTFOUND or
-** RAD_E_IO. */
+** the link or file that was there.  The blob must exist.  Returns 0,
+** RAD_E_NOTFOUND or RAD_E_IO. */
 int rad_hf_link(const RadHfCache *c, const char *repo, const char *commit, const char *path,
                 const char *etag);
 
-/* 1 when snapshots/COMMIT/F->path is a regular file (or a link to one) of
-** F->size bytes (any size when F->size < 0). */
+/* 1 when snapshots/COMMIT/F->path is a regular file, or the link to this
+** repo's blob that huggingface_hub and we make, of F->size bytes (any size
+** when F->size < 0); 0 when absent; negative (RAD_E_IO, naming it) when it
+** is a link leading anywhere else, a file with other hard links, or the
+** folders on the way hold a link: the model is never read from outside. */
 int rad_hf_snapshot_has(const RadHfCache *c, const char *repo, const char *commit, const RadHfFile *f);
 
 /* ------------------------------------------------------------------ locks */
 
-/* Take the exclusive lock at path (creating its folder and file).  With
-** wait == 0 a lock held by another process returns RAD_E_STATE at once.
-** *fd receives the descriptor to give to rad_hf_unlock.  Returns 0,
-** RAD_E_STATE or RAD_E_IO. */
-int rad_hf_lock(const char *path, int wait, int *fd);
+/* Take the exclusive lock at path inside the cache (creating its folder
+** and file, never through a link).  With wait == 0 a lock held by another
+** process returns RAD_E_STATE at once.  *fd receives the descriptor to give
+** to rad_hf_unlock.  Returns 0, RAD_E_STATE or RAD_E_IO. */
+int rad_hf_lock(const RadHfCache *c, const char *path, int wait, int *fd);
 void rad_hf_unlock(int fd);
 
 /* --------------------------------------------------- partials and purging */

@@ -15,6 +15,7 @@
 ** by hf_cache.c before it becomes a file.
 */
 #include "hub.h"
+#include "safe_fs.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -806,6 +807,25 @@ static int t_fail(Transfer *t, int code)
     return code;
 }
 
+/* blobs/ETAG: 1 when it is a plain file of `size` bytes (any size when
+** size < 0), 0 when absent or of another size, negative when something
+** else stands there (a link, a file with other hard links): refused, named. */
+static int blob_state(const RadHub *h, const char *blob, int64_t size)
+{
+    struct stat st;
+    int rc = rad_sfs_lstat(h->cache.hub, blob, &st);
+    if (rc == RAD_E_NOTFOUND) {
+        rad_error_clear();
+        return 0;
+    }
+    if (rc) return rc;
+    if (S_ISLNK(st.st_mode)) return rad_sfs_refuse_link(blob, "a downloaded file");
+    if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+        return rad_error_set(RAD_E_IO, "%s: not a plain file (%s); refusing it: remove it and pull again", blob,
+                             S_ISREG(st.st_mode) ? "it has other hard links" : "not a regular file");
+    return size < 0 || st.st_size == size;
+}
+
 /* The bytes are all there: compare the hash, then rename and link. */
 static int t_finish(Transfer *t)
 {
@@ -816,7 +836,7 @@ static int t_finish(Transfer *t)
     for (unsigned i = 0; i < n; i++) sprintf(hex + 2 * i, "%02x", digest[i]);
     hex[2 * n] = 0;
     if (strcmp(hex, t->etag) != 0) {
-        unlink(t->part);
+        rad_sfs_unlink(t->h->cache.hub, t->part);
         return t_fail(
             t, rad_error_set(RAD_E_FORMAT,
                              "%s: %s mismatch: the listing says %s, the download hashes to %s; the "
@@ -824,8 +844,11 @@ static int t_finish(Transfer *t)
                              "the command again",
                              t->f->path, t->lfs ? "sha256" : "git sha1", t->etag, hex));
     }
-    if (fsync(t->fd) != 0 || rename(t->part, t->blob) != 0)
-        return t_fail(t, rad_error_set(RAD_E_IO, "%s: cannot move into place: %s", t->blob, strerror(errno)));
+    if (fsync(t->fd) != 0)
+        return t_fail(t, rad_error_set(RAD_E_IO, "%s: cannot write: %s", t->part, strerror(errno)));
+    int st = blob_state(t->h, t->blob, -1);
+    if (st < 0) return t_fail(t, st);
+    if ((st = rad_sfs_rename(t->h->cache.hub, t->part, t->blob))) return t_fail(t, st);
     t_release(t);
     int rc = rad_hf_link(&t->h->cache, t->repo, t->commit, t->f->path, t->etag);
     if (rc) return t_fail(t, rc);
@@ -838,15 +861,23 @@ static int t_finish(Transfer *t)
 static int t_open(Transfer *t, int *busy)
 {
     *busy = 0;
-    int rc = rad_hf_lock(t->lock, 0, &t->lock_fd);
+    int rc = rad_hf_lock(&t->h->cache, t->lock, 0, &t->lock_fd);
     if (rc == RAD_E_STATE) {
         *busy = 1;
         rad_error_clear();
         return RAD_OK;
     }
     if (rc) return rc;
-    t->fd = open(t->part, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (t->fd < 0) return rad_error_set(RAD_E_IO, "%s: cannot open: %s", t->part, strerror(errno));
+    /* The partial file's name is fixed (resuming needs it, and other tools
+    ** use it): opened without following a link, and refused unless it is a
+    ** plain file of its own, so a planted link or hard link is never
+    ** truncated or written into. */
+    t->fd = rad_sfs_open_file(t->h->cache.hub, t->part, O_RDWR | O_CREAT, 0644);
+    if (t->fd < 0) {
+        int rc2 = t->fd;
+        t->fd = -1;
+        return rc2 == RAD_E_NOTFOUND ? rad_error_set(RAD_E_IO, "%s: cannot open", t->part) : rc2;
+    }
     struct stat st;
     if (fstat(t->fd, &st) != 0) return rad_error_set(RAD_E_IO, "%s: %s", t->part, strerror(errno));
     if (st.st_size > t->f->size && ftruncate(t->fd, 0) != 0)
@@ -881,7 +912,9 @@ static int t_start(Transfer *t)
 {
     RadHub *h = t->h;
     if (t->fd < 0) {
-        if (access(t->blob, F_OK) == 0) { /* another process finished it */
+        int have = blob_state(h, t->blob, t->f->size);
+        if (have < 0) return t_fail(t, have);
+        if (have) { /* another process finished it */
             int rc = rad_hf_link(&h->cache, t->repo, t->commit, t->f->path, t->etag);
             t->state = rc ? T_FAILED : T_DONE;
             return rc;
@@ -894,8 +927,9 @@ static int t_start(Transfer *t)
             t->wake = now_s() + 0.5;
             return RAD_OK;
         }
-        if (access(t->blob, F_OK) == 0) {
-            unlink(t->part);
+        if ((have = blob_state(h, t->blob, t->f->size)) < 0) return t_fail(t, have);
+        if (have) {
+            rad_sfs_unlink(h->cache.hub, t->part);
             t_release(t);
             int lrc = rad_hf_link(&h->cache, t->repo, t->commit, t->f->path, t->etag);
             t->state = lrc ? T_FAILED : T_DONE;
@@ -1130,7 +1164,7 @@ static int download_all(RadHub *h, const char *repo, const char *commit, const R
     }
     if (!rc) {
         char *blobs = rad_hf_blob_path(&h->cache, repo, "", "");
-        rc = blobs ? rad_hf_mkdirs(blobs) : rad_error_set(RAD_E_NOMEM, "out of memory");
+        rc = blobs ? rad_hf_make_dir(&h->cache, blobs) : rad_error_set(RAD_E_NOMEM, "out of memory");
         free(blobs);
     }
 
@@ -1180,8 +1214,8 @@ static int download_all(RadHub *h, const char *repo, const char *commit, const R
             t->state = T_FAILED;
         }
         struct stat st;
-        if (t->state != T_DONE && t->part && t->lock_fd >= 0 && stat(t->part, &st) == 0 && st.st_size == 0)
-            unlink(t->part);
+        if (t->state != T_DONE && t->part && t->fd >= 0 && fstat(t->fd, &st) == 0 && st.st_size == 0)
+            rad_sfs_unlink(h->cache.hub, t->part);
         t_release(t);
         if (t->easy) curl_easy_cleanup(t->easy);
         curl_slist_free_all(t->headers);
@@ -1206,7 +1240,7 @@ static int check_space(RadHub *h, const char *repo, int64_t need)
 {
     char *dir = rad_hf_blob_path(&h->cache, repo, "", "");
     if (!dir) return rad_error_set(RAD_E_NOMEM, "out of memory");
-    int rc = rad_hf_mkdirs(dir);
+    int rc = rad_hf_make_dir(&h->cache, dir);
     struct statvfs vfs;
     if (!rc && statvfs(dir, &vfs) == 0) {
         int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
@@ -1247,7 +1281,9 @@ static int select_missing(RadHub *h, const char *repo, const char *commit, const
         return rad_error_set(RAD_E_NOMEM, "out of memory");
     for (int i = 0; i < sel->n; i++) {
         const RadHfFile *f = &tree->files[sel->idx[i]];
-        if (!rad_hf_snapshot_has(&h->cache, repo, commit, f)) (*missing)[(*n_missing)++] = f;
+        int has = rad_hf_snapshot_has(&h->cache, repo, commit, f);
+        if (has < 0) return has;
+        if (!has) (*missing)[(*n_missing)++] = f;
     }
     return RAD_OK;
 }
@@ -1289,22 +1325,27 @@ int rad_hub_fetch(RadHub *h, const char *repo, const char *rev, const char *quan
 
     /* 2. The listing: saved, else what the snapshot holds when another
     ** tool downloaded it (enough when it is complete), else the hub's. */
-    rc = rad_hf_tree_load(tree_path, &tree);
+    rc = rad_hf_tree_load(&h->cache, tree_path, &tree);
     if (rc == RAD_E_FORMAT) say(h, "ignoring a damaged saved listing: %s", rad_error_message());
-    if (rc && rad_hf_tree_from_snapshot(out->snapshot, &tree) == RAD_OK) {
+    int snap_rc = rc && rc != RAD_E_IO ? rad_hf_tree_from_snapshot(&h->cache, out->snapshot, &tree) : RAD_E_NOTFOUND;
+    if (rc == RAD_E_IO || (snap_rc && snap_rc != RAD_E_NOTFOUND)) {
+        if (rc != RAD_E_IO) rc = snap_rc;      /* a planted link: refused, named */
+        goto done;
+    }
+    if (rc && snap_rc == RAD_OK) {
         from_snapshot = 1;
     } else if (rc && h->opt.offline) {
         rc = offline_refusal(h, repo, rev, "no snapshot of its commit");
         goto done;
     } else if (rc) {
         if ((rc = hub_listing(h, repo, out->commit, &tree))) goto done;
-        if ((rc = rad_hf_tree_save(tree_path, &tree))) goto done;
+        if ((rc = rad_hf_tree_save(&h->cache, tree_path, &tree))) goto done;
     }
     rad_error_clear();
 
     /* 3. The files, and which are missing. */
     rc = select_missing(h, repo, out->commit, &tree, quant, file, what, &sel, &missing, &n_missing);
-    if (from_snapshot && (rc || n_missing)) {
+    if (from_snapshot && rc != RAD_E_IO && (rc || n_missing)) {
         /* The snapshot alone is not enough: the hub's listing says what is. */
         if (h->opt.offline) {
             if (rc != RAD_E_NOMEM) rc = offline_refusal(h, repo, rev, "files missing from its snapshot");
@@ -1312,13 +1353,15 @@ int rad_hub_fetch(RadHub *h, const char *repo, const char *rev, const char *quan
         }
         rad_hf_tree_free(&tree);
         if ((rc = hub_listing(h, repo, out->commit, &tree))) goto done;
-        if ((rc = rad_hf_tree_save(tree_path, &tree))) goto done;
+        if ((rc = rad_hf_tree_save(&h->cache, tree_path, &tree))) goto done;
         rc = select_missing(h, repo, out->commit, &tree, quant, file, what, &sel, &missing, &n_missing);
     }
     if (rc) goto done;
     out->kind = sel.kind;
     out->n_files = sel.n;
     snprintf(out->quant, sizeof out->quant, "%s", sel.quant);
+    for (int i = 0; i < sel.n; i++) out->bytes += tree.files[sel.idx[i]].size;
+    if (sel.kind == RAD_REPO_GGUF) snprintf(out->sha256, sizeof out->sha256, "%s", tree.files[sel.first].sha256);
     if (sel.kind == RAD_REPO_GGUF &&
         asprintf(&out->gguf_path, "%s/%s", out->snapshot, tree.files[sel.first].path) < 0) {
         out->gguf_path = NULL;
@@ -1333,12 +1376,15 @@ int rad_hub_fetch(RadHub *h, const char *repo, const char *rev, const char *quan
         char *blob = rad_hf_blob_path(&h->cache, repo, rad_hf_file_etag(f), "");
         char *part = rad_hf_blob_path(&h->cache, repo, rad_hf_file_etag(f), ".incomplete");
         struct stat st;
-        if (!blob || !part)
-            rc = rad_error_set(RAD_E_NOMEM, "out of memory");
-        else if (stat(blob, &st) == 0 && st.st_size == f->size)
+        int have = blob && part ? blob_state(h, blob, f->size) : rad_error_set(RAD_E_NOMEM, "out of memory");
+        if (have < 0)
+            rc = have;
+        else if (have)
             rc = rad_hf_link(&h->cache, repo, out->commit, f->path, rad_hf_file_etag(f));
         else {
-            need += f->size - (stat(part, &st) == 0 && st.st_size <= f->size ? st.st_size : 0);
+            int got = rad_sfs_lstat(h->cache.hub, part, &st);
+            rad_error_clear();
+            need += f->size - (got == 0 && S_ISREG(st.st_mode) && st.st_size <= f->size ? st.st_size : 0);
             missing[n_get++] = f;
         }
         free(blob);

@@ -59,7 +59,9 @@ typedef struct RadHubFetch {
     char *snapshot;   /* HUB/models--ORG--NAME/snapshots/COMMIT */
     int kind;         /* RadRepoKind */
     char *gguf_path;  /* GGUF: the file (first part) inside the snapshot, else NULL */
-    char quant[32];   /* GGUF: the quant it was chosen for */
+    char quant[32];   /* GGUF: the quant of the file chosen ("Q4_K_M"), upper case */
+    char sha256[65];  /* GGUF: the LFS sha256 of the file (its first part), "" when not LFS */
+    int64_t bytes;    /* the size of every file the model needs, together */
     int n_files;      /* files the model needs */
     int n_downloaded; /* of which were transferred by this call */
 } RadHubFetch;

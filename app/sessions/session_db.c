@@ -130,7 +130,7 @@ int rad_data_dir(const char *what, char **out)
     *out = NULL;
     const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
     int n;
-    if (xdg && *xdg)
+    if (xdg && xdg[0] == '/') /* the XDG specification: a relative path is ignored */
         n = asprintf(out, "%s/radiance", xdg);
     else if (home && *home)
         n = asprintf(out, "%s/.local/share/radiance", home);

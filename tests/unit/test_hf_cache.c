@@ -172,10 +172,10 @@ static void test_listing(void **state)
 
     /* Save and load: huggingface_hub's format_version 1, same content. */
     char path[400];
-    snprintf(path, sizeof path, "%s/trees/x.json", tmpdir);
-    assert_int_equal(rad_hf_tree_save(path, &t), 0);
+    snprintf(path, sizeof path, "%s/trees/x.json", cache.hub);
+    assert_int_equal(rad_hf_tree_save(&cache, path, &t), 0);
     RadHfTree u;
-    assert_int_equal(rad_hf_tree_load(path, &u), 0);
+    assert_int_equal(rad_hf_tree_load(&cache, path, &u), 0);
     assert_int_equal(u.n, 3);
     f = rad_hf_tree_find(&u, "model.safetensors");
     assert_non_null(f);
@@ -185,14 +185,22 @@ static void test_listing(void **state)
     rad_hf_tree_free(&u);
     rad_hf_tree_free(&t);
 
-    snprintf(path, sizeof path, "%s/trees/none.json", tmpdir);
-    assert_int_equal(rad_hf_tree_load(path, &u), RAD_E_NOTFOUND);
-    snprintf(path, sizeof path, "%s/trees/evil.json", tmpdir);
+    snprintf(path, sizeof path, "%s/trees/none.json", cache.hub);
+    assert_int_equal(rad_hf_tree_load(&cache, path, &u), RAD_E_NOTFOUND);
+    snprintf(path, sizeof path, "%s/trees/evil.json", cache.hub);
     write_file(path, "{\"format_version\":1,\"files\":{\"../../x\":{\"size\":1,\"blob_id\":\"" GIT_C "\"}}}");
-    assert_int_equal(rad_hf_tree_load(path, &u), RAD_E_FORMAT);
+    assert_int_equal(rad_hf_tree_load(&cache, path, &u), RAD_E_FORMAT);
     assert_int_equal(u.n, 0);
     write_file(path, "{\"format_version\":2,\"files\":{}}");
-    assert_int_equal(rad_hf_tree_load(path, &u), RAD_E_FORMAT);
+    assert_int_equal(rad_hf_tree_load(&cache, path, &u), RAD_E_FORMAT);
+    /* a listing planted as a link is not read through it */
+    char other[400];
+    snprintf(other, sizeof other, "%s/outside.json", tmpdir);
+    snprintf(path, sizeof path, "%s/trees/x.json", cache.hub);
+    assert_int_equal(rename(path, other), 0);
+    assert_int_equal(symlink(other, path), 0);
+    assert_int_equal(rad_hf_tree_load(&cache, path, &u), RAD_E_IO);
+    assert_non_null(strstr(rad_error_message(), "a symbolic link"));
 }
 
 /* A hostile or broken page refuses the whole listing, naming the problem. */
@@ -267,21 +275,31 @@ static void test_links_refs_locks(void **state)
     assert_string_equal(target, "../../blobs/" SHA_A);
 
     RadHfFile f = {.path = "a/b/weights.bin", .size = 5};
-    assert_true(rad_hf_snapshot_has(&cache, repo, COMMIT1, &f));
+    assert_int_equal(rad_hf_snapshot_has(&cache, repo, COMMIT1, &f), 1);
     f.size = 6;
-    assert_false(rad_hf_snapshot_has(&cache, repo, COMMIT1, &f));
+    assert_int_equal(rad_hf_snapshot_has(&cache, repo, COMMIT1, &f), 0);
     f.path = "nope";
     f.size = -1;
-    assert_false(rad_hf_snapshot_has(&cache, repo, COMMIT1, &f));
+    assert_int_equal(rad_hf_snapshot_has(&cache, repo, COMMIT1, &f), 0);
 
     RadHfTree t;
-    assert_int_equal(rad_hf_tree_from_snapshot(snap, &t), 0);
+    assert_int_equal(rad_hf_tree_from_snapshot(&cache, snap, &t), 0);
     assert_int_equal(t.n, 2);
     const RadHfFile *g = rad_hf_tree_find(&t, "a/b/weights.bin");
     assert_non_null(g);
     assert_int_equal(g->size, 5);
     assert_string_equal(g->sha256, SHA_A);
     rad_hf_tree_free(&t);
+
+    /* A link that leads out of the repository's blobs is refused by name,
+    ** by snapshot_has and by the listing made from the snapshot. */
+    snprintf(link, sizeof link, "%s/evil.bin", snap);
+    assert_int_equal(symlink("/etc/passwd", link), 0);
+    RadHfFile evil = {.path = "evil.bin", .size = -1};
+    assert_int_equal(rad_hf_snapshot_has(&cache, repo, COMMIT1, &evil), RAD_E_IO);
+    assert_non_null(strstr(rad_error_message(), "evil.bin: a link to '/etc/passwd'"));
+    assert_int_equal(rad_hf_tree_from_snapshot(&cache, snap, &t), RAD_E_IO);
+    assert_int_equal(unlink(link), 0);
     free(snap);
 
     char commit[41];
@@ -295,11 +313,11 @@ static void test_links_refs_locks(void **state)
 
     char *lock = rad_hf_lock_path(&cache, repo, SHA_A);
     int fd1, fd2;
-    assert_int_equal(rad_hf_lock(lock, 0, &fd1), 0);
-    assert_int_equal(rad_hf_lock(lock, 0, &fd2), RAD_E_STATE); /* a second holder is turned away */
+    assert_int_equal(rad_hf_lock(&cache, lock, 0, &fd1), 0);
+    assert_int_equal(rad_hf_lock(&cache, lock, 0, &fd2), RAD_E_STATE); /* a second holder is turned away */
     assert_int_equal(fd2, -1);
     rad_hf_unlock(fd1);
-    assert_int_equal(rad_hf_lock(lock, 0, &fd2), 0);
+    assert_int_equal(rad_hf_lock(&cache, lock, 0, &fd2), 0);
     rad_hf_unlock(fd2);
     free(lock);
 }
@@ -331,7 +349,7 @@ static void test_partials_and_purge(void **state)
         "\"size\":100}}]";
     assert_int_equal(rad_hf_tree_add_page(&t, listing, strlen(listing), "x"), 0);
     tree_path = rad_hf_tree_path(&cache, repo, COMMIT2);
-    assert_int_equal(rad_hf_tree_save(tree_path, &t), 0);
+    assert_int_equal(rad_hf_tree_save(&cache, tree_path, &t), 0);
     rad_hf_tree_free(&t);
     char *part = rad_hf_blob_path(
         &cache, repo, "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", ".incomplete");
