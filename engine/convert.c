@@ -13,12 +13,15 @@
 #include "engine_internal.h"
 #include "../formats/checkpoint.h"
 #include "../formats/quantize.h"
+#include "../formats/quantize_recipe.h"
 #include "../formats/tokenizer.h"
 #include "../formats/gguf_container.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ------------------------------------------------------------- metadata */
 
@@ -145,9 +148,9 @@ static int resolve_sources(const RadCheckpoint *ck, const RadWeightEntry *w, con
     return w->n_map_sources;
 }
 
-/* Encode one declared weight from its checkpoint sources; returns malloc'd
-** bytes or NULL with a problem added. */
-static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, uint64_t *size, Problems *pr)
+/* Encode one declared weight from its checkpoint sources into `enc`;
+** returns malloc'd bytes or NULL with a problem added. */
+static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, int enc, uint64_t *size, Problems *pr)
 {
     const RadStTensor *src[16];
     if (w->n_map_sources > 16) {
@@ -189,9 +192,9 @@ static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, uin
                     (long long)w->d.shape[0]);
         return NULL;
     }
-    int64_t row_bytes = rad_encoding_row_bytes(w->d.enc, cols);
+    int64_t row_bytes = rad_encoding_row_bytes(enc, cols);
     if (row_bytes < 0) {
-        const RadEncodingInfo *e = rad_encoding_info(w->d.enc);
+        const RadEncodingInfo *e = rad_encoding_info(enc);
         add_problem(pr, "'%s': rows of %lld elements cannot be encoded as %s (blocks of %d)", w->name,
                     (long long)cols, e ? e->name : "?", e ? e->block_elems : 0);
         return NULL;
@@ -209,9 +212,9 @@ static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, uin
         int64_t src_rows = src[i]->size / (uint64_t)(cols * in->block_bytes);
         for (int64_t r = 0; r < src_rows; r++, at_row++) {
             const uint8_t *from = (const uint8_t *)src[i]->data + r * cols * in->block_bytes;
-            if (rad_convert_row(src[i]->enc, from, w->d.enc, out + at_row * row_bytes, cols)) {
+            if (rad_convert_row(src[i]->enc, from, enc, out + at_row * row_bytes, cols)) {
                 add_problem(pr, "'%s': cannot convert %s to %s: %s", w->name, src[i]->dtype,
-                            rad_encoding_info(w->d.enc)->name, rad_error_message());
+                            rad_encoding_info(enc)->name, rad_error_message());
                 free(out);
                 return NULL;
             }
@@ -292,6 +295,40 @@ static int cmp_group(const void *a, const void *b)
     return *x < *y ? -1 : *x > *y;      /* stable: declaration order within a group */
 }
 
+/* What --quant takes: the encodings plugins are built for, then llama.cpp's
+** recipes, which the "as stored" plugin (quant "gguf") serves with each
+** tensor's encoding chosen by formats/quantize_recipe.c. */
+static const char *const plugin_quants[] = {"f32", "f16", "bf16", "q8_0", "q4_k", "q4_0"};
+
+const char *rad_convert_quant_canonical(const char *quant)
+{
+    if (!quant) return NULL;
+    for (size_t i = 0; i < sizeof plugin_quants / sizeof *plugin_quants; i++)
+        if (strcasecmp(quant, plugin_quants[i]) == 0) return plugin_quants[i];
+    return rad_quant_recipe_name(quant);
+}
+
+const char *rad_convert_quant_list(void)
+{
+    return "f32, f16, bf16, q8_0, q6_k, q5_k_m, q5_k_s, q4_k_m, q4_k_s, q4_k, q4_0";
+}
+
+/* Which encoding weight `w` gets: the plugin's, or under a recipe (the
+** plugin declares it "as stored", enc < 0) the recipe's. */
+static int weight_enc(const RadBuilder *b, const RadWeightEntry *w, const char *recipe)
+{
+    if (w->d.enc >= 0 || !recipe) return w->d.enc;
+    int tied = rad_builder_find_weight(b, "output.weight") < 0;
+    for (int i = 0; i < b->n_weights && !tied; i++)
+        tied = !strcmp(b->weights[i].name, "output.weight") && b->weights[i].source &&
+               !strcmp(b->weights[i].source, "token_embd.weight");
+    RadRecipeTensor t = {
+        .name = w->name, .rank = w->d.rank, .cols = w->d.rank ? w->d.shape[w->d.rank - 1] : 1,
+        .n_layers = b->meta->n_layers, .n_expert = b->meta->n_expert, .head_tied = tied,
+    };
+    return rad_quant_recipe_enc(recipe, &t);
+}
+
 int rad_convert_hf(const char *dir, const char *out_path, const char *quant, const char *plugin_dir, FILE *log)
 {
     return rad_convert_hf_named(dir, out_path, quant, plugin_dir, NULL, log);
@@ -300,9 +337,10 @@ int rad_convert_hf(const char *dir, const char *out_path, const char *quant, con
 int rad_convert_hf_named(const char *dir, const char *out_path, const char *quant, const char *plugin_dir,
                          const char *name, FILE *log)
 {
-    int enc = rad_encoding_by_name(quant);
-    if (enc < 0 || (enc != RAD_ENC_F32 && enc != RAD_ENC_F16 && enc != RAD_ENC_BF16 && !rad_quantize_supported(enc)))
-        return rad_error_set(RAD_E_ARG, "--quant %s: choose f32, f16, bf16, q8_0, q4_0 or q4_k", quant);
+    const char *canon = rad_convert_quant_canonical(quant);
+    if (!canon) return rad_error_set(RAD_E_ARG, "--quant %s: choose %s", quant, rad_convert_quant_list());
+    const char *recipe = rad_quant_recipe_name(canon);
+    quant = recipe ? "gguf" : canon;      /* the plugin's format */
 
     RadCheckpoint *ck = NULL;
     RadPluginSet set = {0};
@@ -337,6 +375,7 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
     if (rc) goto done;
     rad_meta_table_set_string(&meta_table, "arch.id", plugin->info->arch_id);
     rad_meta_table_set_string(&meta_table, "arch.quant", quant);
+    if (recipe) rad_meta_table_set_string(&meta_table, "model.quant_recipe", recipe);
     rad_meta_table_set_string(&meta_table, "arch.hf_name", arch->s);
     const char *base = strrchr(dir, '/');
     rad_meta_table_set_string(&meta_table, "model.name", name ? name : base && base[1] ? base + 1 : dir);
@@ -381,10 +420,16 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
             continue;
         }
         uint64_t size = 0;
-        void *bytes = encode_weight(ck, we, &size, &pr);
+        int enc = weight_enc(&b, we, recipe);
+        if (enc < 0) {
+            add_problem(&pr, "plugin %s declares '%s' as stored, and --quant %s is no recipe", plugin->info->name,
+                        we->name, canon);
+            continue;
+        }
+        void *bytes = encode_weight(ck, we, enc, &size, &pr);
         if (!bytes) continue;
         if (pr.n == 0) {
-            rc = rad_container_add_tensor(w, we->name, we->d.enc, we->d.rank, we->d.shape, we->d.group, bytes, size);
+            rc = rad_container_add_tensor(w, we->name, enc, we->d.rank, we->d.shape, we->d.group, bytes, size);
             if (rc) { free(bytes); goto done; }
             written += size;
             n_written++;

@@ -126,14 +126,18 @@ static int no_plugin_error(const RadEngine *e)
                          at ? list : "none");
 }
 
+#define PROGRESS(stage) (opt->progress ? opt->progress(opt->progress_arg, stage) : (void)0)
+
 int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
 {
     *out = NULL;
     RadEngine *e = calloc(1, sizeof *e);
     if (!e) return RAD_E_NOMEM;
     e->opt = *opt;
-    int rc = rad_container_open_any(opt->model_path, &e->container);
+    PROGRESS("reading");
+    int rc = rad_container_open_model(opt->model_path, opt->tokenizer_cache, &e->container);
     if (rc) return fail_open(e, rc);
+    PROGRESS("plugins");
     char *dir = rad_plugin_dir_resolve(opt->plugin_dir);
     rc = rad_plugins_acquire(dir, &e->plugins);
     free(dir);
@@ -142,6 +146,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     if (rc) return fail_open(e, rc);
     rc = rad_meta_from_table(&e->container->meta, &e->meta, opt->model_path);
     if (rc) return fail_open(e, rc);
+    PROGRESS("tokenizer");
     rc = rad_text_from_container(e->container, &e->text);
     if (rc == RAD_E_NOTFOUND) rad_error_clear();     /* a model may carry no tokenizer */
     else if (rc) return fail_open(e, rc);
@@ -180,6 +185,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
         return fail_open(e, rad_error_set(RAD_E_UNSUPPORTED, "--kv-dtype f32: plugin %s does not serve an f32 KV cache",
                                           e->plugin->info->name));
 
+    PROGRESS("planning");
     rad_builder_init(&e->b, RAD_BUILD_RUN, &e->meta, ctx);
     e->b.container = e->container;
     e->b.libs = e->libs;
@@ -200,6 +206,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     const RadKvOptions kv_opt = {.max_seqs = ctx->max_seqs, .max_ctx = ctx->max_ctx, .max_tok = ctx->max_tok,
                                  .max_spec = ctx->max_spec, .kv_enc = ctx->kv_enc, .positions = opt->kv_size};
     rc = rad_kv_pool_init(&e->kv, &e->b, &kv_opt);
+    if (!rc) PROGRESS("weights");
     if (!rc) rc = rad_residency_plan(e);     /* after the KV cache: the budget counts it */
     if (rc) return fail_open(e, rc);
 

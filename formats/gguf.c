@@ -342,16 +342,27 @@ static int read_u64(Parser *ps, uint64_t *v, const char *field)
 ** is UINT64_MAX) name it in messages. */
 static int read_str(Parser *ps, RadGgufStr *out, uint64_t max, const char *field, uint64_t elem)
 {
+    /* The labels are only for messages: formatting them for every one of
+    ** a vocabulary's 262k strings cost more than the rest of the open. */
     char where[96], length[112];
-    if (elem == UINT64_MAX)
-        snprintf(where, sizeof where, "%s", field);
-    else
-        snprintf(where, sizeof where, "%s %llu", field, (unsigned long long)elem);
-    snprintf(length, sizeof length, "length of the %s", where);
-
     uint64_t len;
-    int rc = read_u64(ps, &len, length);
-    if (rc) return rc;
+    int short_read = ps->size - ps->pos < 8, bad = 0;
+    if (!short_read) {
+        len = le64(ps->base + ps->pos);
+        ps->pos += 8;
+        bad = len > ps->size - ps->pos || len > max;
+    }
+    if (short_read || bad) {
+        if (elem == UINT64_MAX)
+            snprintf(where, sizeof where, "%s", field);
+        else
+            snprintf(where, sizeof where, "%s %llu", field, (unsigned long long)elem);
+    }
+    if (short_read) {
+        snprintf(length, sizeof length, "length of the %s", where);
+        int rc = read_u64(ps, &len, length);
+        if (rc) return rc;
+    }
     if (len > ps->size - ps->pos)
         return rad_error_set(RAD_E_FORMAT,
                              "%s: %s: %s: length %llu at offset %llu runs past the end of the "

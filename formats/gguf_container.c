@@ -13,7 +13,12 @@
 **   - tensors: names are already ours (we use GGUF's), dimensions are
 **     reversed into outermost-first order, encodings are ggml ids, and the
 **     data pointers point into the GGUF's own read-only map: no copy;
-**   - the tokenizer (tokenizer.ggml.*) becomes the "tokenizer.bin" blob.
+**   - the tokenizer (tokenizer.ggml.*) becomes the "tokenizer.bin" blob,
+**     read from the tokenizer cache when it has this file's (building it
+**     costs about half a second for a 262k vocabulary).
+**
+** Which kind a file is (GGUF or .rad) is told by its first bytes, never by
+** its name: a Hugging Face cache blob or an ollama blob has no extension.
 **
 ** Nothing here knows a model family: which plugin serves an architecture,
 ** the Hugging Face class its files mirror and the conventions llama.cpp's
@@ -23,12 +28,17 @@
 */
 #include "gguf_container.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gguf.h"
 #include "tokenizer.h"
+#include "tokenizer_cache.h"
 #include "tokenizer_gguf.h"
 
 static void release(RadContainer *c)
@@ -164,17 +174,37 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
     return rc;
 }
 
-static int add_tokenizer_blob(RadGguf *g, RadContainer *c)
+/* Where the first part's tensor data starts (the key of the tokenizer
+** cache covers everything before it), 0 when it holds no tensor. */
+static uint64_t first_part_data_start(const RadGguf *g)
+{
+    uint64_t start = 0;
+    for (int i = 0; i < rad_gguf_n_tensors(g); i++) {
+        const RadGgufTensor *t = rad_gguf_tensor(g, i);
+        if (t->part == 0 && (!start || t->file_offset < start)) start = t->file_offset;
+    }
+    return start;
+}
+
+/* The tokenizer blob: from the cache when it has this file's, else built
+** from the metadata (and kept there). */
+static int add_tokenizer_blob(RadGguf *g, RadContainer *c, const char *path, const char *cache)
 {
     if (!rad_gguf_get(g, "tokenizer.ggml.model")) return RAD_OK;       /* no tokenizer: ids only */
-    RadTokenizer *t = NULL;
-    int rc = rad_tokenizer_from_gguf(g, &t);
-    if (rc) return rc;
+    unsigned char key[32];
+    int keyed = cache && rad_tokcache_key(path, first_part_data_start(g), key) == RAD_OK;
     void *blob = NULL;
     size_t len = 0;
-    rc = rad_tokenizer_serialize(t, &blob, &len);
-    rad_tokenizer_free(t);
-    if (rc) return rc;
+    int rc = RAD_OK;
+    if (!keyed || rad_tokcache_get(cache, key, &blob, &len) != RAD_OK) {
+        RadTokenizer *t = NULL;
+        rc = rad_tokenizer_from_gguf(g, &t);
+        if (rc) return rc;
+        rc = rad_tokenizer_serialize(t, &blob, &len);
+        rad_tokenizer_free(t);
+        if (rc) return rc;
+        if (keyed) rad_tokcache_put(cache, key, blob, len);
+    }
     c->blobs = calloc(1, sizeof *c->blobs);
     char *name = strdup("tokenizer.bin");
     if (!c->blobs || !name) {
@@ -190,6 +220,11 @@ static int add_tokenizer_blob(RadGguf *g, RadContainer *c)
 }
 
 int rad_container_open_gguf(const char *path, RadContainer **out)
+{
+    return rad_container_open_gguf_cached(path, NULL, out);
+}
+
+int rad_container_open_gguf_cached(const char *path, const char *cache, RadContainer **out)
 {
     *out = NULL;
     RadGguf *g = NULL;
@@ -230,7 +265,7 @@ int rad_container_open_gguf(const char *path, RadContainer **out)
     if (!rc) qsort(c->tensors, (size_t)c->n_tensors, sizeof *c->tensors, cmp_tensor);
     if (!rc) rc = copy_scalars(g, &c->meta);
     if (!rc) rc = translate_meta(g, path, arch, &c->meta, rad_gguf_find_tensor(g, "output.weight") == NULL);
-    if (!rc) rc = add_tokenizer_blob(g, c);
+    if (!rc) rc = add_tokenizer_blob(g, c, path, cache);
     if (rc) {
         rad_container_close(c);
         return rc;
@@ -239,9 +274,45 @@ int rad_container_open_gguf(const char *path, RadContainer **out)
     return RAD_OK;
 }
 
+int rad_model_file_kind(const char *path)
+{
+    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return rad_error_set(errno == ENOENT || errno == ENOTDIR ? RAD_E_NOTFOUND : RAD_E_IO, "%s: %s", path,
+                             strerror(errno));
+    struct stat st;
+    unsigned char magic[8] = {0};
+    int rc = RAD_OK;
+    if (fstat(fd, &st) != 0)
+        rc = rad_error_set(RAD_E_IO, "%s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = rad_error_set(RAD_E_FORMAT, "%s: not a regular file (%s): a model is a .rad or a GGUF file", path,
+                           S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
+    else if (pread(fd, magic, sizeof magic, 0) < 0)
+        rc = rad_error_set(RAD_E_IO, "%s: %s", path, strerror(errno));
+    close(fd);
+    if (rc) return rc;
+    if (memcmp(magic, "GGUF", 4) == 0) return RAD_FILE_GGUF;
+    if (memcmp(magic, "RADMODEL", 8) == 0) return RAD_FILE_RAD;
+    return RAD_FILE_OTHER;
+}
+
+int rad_container_open_model(const char *path, const char *tokenizer_cache, RadContainer **out)
+{
+    *out = NULL;
+    int kind = rad_model_file_kind(path);
+    if (kind < 0) return kind;
+    if (kind == RAD_FILE_OTHER)
+        return rad_error_set(RAD_E_FORMAT,
+                             "%s: not a model: its magic (first bytes) is neither RADMODEL (a .rad container) "
+                             "nor GGUF; check the path, or convert the model with radiance convert",
+                             path);
+    return kind == RAD_FILE_GGUF ? rad_container_open_gguf_cached(path, tokenizer_cache, out)
+                                 : rad_container_open(path, out);
+}
+
 int rad_container_open_any(const char *path, RadContainer **out)
 {
-    size_t n = strlen(path);
-    if (n >= 5 && strcmp(path + n - 5, ".gguf") == 0) return rad_container_open_gguf(path, out);
-    return rad_container_open(path, out);
+    return rad_container_open_model(path, NULL, out);
 }

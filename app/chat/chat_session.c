@@ -23,6 +23,7 @@
 #include "chat.h"
 #include "draft_setup.h"
 #include "../app.h"
+#include "../models/model_open.h"
 #include "../models/model_store.h"
 
 #include <jansson.h>
@@ -82,7 +83,11 @@ int rad_chat_open_model(RadChat *c)
     RadEngine *e = NULL, *draft = NULL;
     RadConv *conv = NULL;
     RadDrafter drafter;
-    if ((rc = rad_engine_open(&opt, &e)) || (rc = rad_conv_new(e, chat_format(e), &conv)) ||
+    RadModelOpen loading;
+    rad_model_open_prepare(&loading, &opt, c->model_spec, s->quiet);
+    rc = rad_engine_open(&opt, &e);
+    rad_model_open_done(&loading);
+    if (rc || (rc = rad_conv_new(e, chat_format(e), &conv)) ||
         (s->draft && ((rc = rad_draft_open(s->draft, e, &opt, s->offline, s->quiet, &drafter, &draft)) ||
                       (rc = rad_conv_set_drafter(conv, drafter, rad_engine_max_spec(e)))))) {
         rad_conv_free(conv);

@@ -2,21 +2,26 @@
 ** cmd_convert.c: `radiance convert DIR -o OUT.rad [--quant Q]`.
 */
 #include "../app.h"
+#include "../../formats/gguf_container.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char usage[] =
-    "usage: radiance convert DIR -o OUT.rad [--quant f32|f16|bf16|q8_0]\n"
+    "usage: radiance convert DIR -o OUT.rad [--quant Q]\n"
     "       radiance convert FILE.gguf -o OUT.rad\n"
     "\n"
     "Convert a Hugging Face model folder (config.json, safetensors, tokenizer files)\n"
-    "into a .rad container; a GGUF file is copied as stored (no requantization).\n"
-    "Nothing is written at OUT.rad unless conversion succeeds.\n"
+    "into a .rad container; a GGUF file (known by its content, whatever its name) is\n"
+    "copied as stored (no requantization). Nothing is written at OUT.rad unless\n"
+    "conversion succeeds.\n"
     "\n"
     "  -o, --output FILE   the .rad file to write (required)\n"
-    "      --quant Q       weight encoding of the matrices: f32, f16, bf16 (default), q8_0\n"
+    "      --quant Q       the weights' encoding: f32, f16, bf16 (the default: nothing lost),\n"
+    "                      q8_0, q4_k, q4_0, or one of llama.cpp's mixes: q6_k, q5_k_m, q5_k_s,\n"
+    "                      q4_k_m, q4_k_s (any case); norms and biases stay f32\n"
     "  -q, --quiet         no progress lines, only errors\n"
     "      --plugins DIR   plugin folder (default: $RADIANCE_HOME/plugins or beside the binary)\n"
     "  -h, --help          this help\n";
@@ -46,9 +51,10 @@ int rad_cmd_convert(int argc, char **argv)
         return RAD_EXIT_USAGE;
     }
     const char *src = argv[optind];
-    size_t n = strlen(src);
-    int rc;
-    if (n >= 5 && strcmp(src + n - 5, ".gguf") == 0) {
+    struct stat st;
+    int rc, kind = stat(src, &st) == 0 && S_ISDIR(st.st_mode) ? RAD_FILE_OTHER : rad_model_file_kind(src);
+    if (kind < 0) return rad_app_fail(kind);
+    if (kind == RAD_FILE_GGUF) {
         if (quant) {
             fprintf(stderr, "radiance convert: a GGUF is copied as stored; --quant does not apply\n");
             return RAD_EXIT_USAGE;

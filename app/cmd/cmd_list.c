@@ -138,7 +138,7 @@ int rad_cmd_list(int argc, char **argv)
     RadHfPartial *parts = NULL;
     RadHfCache cache = {0};
     int n = 0, np = 0;
-    int rc = rad_store_open(&store);
+    int rc = rad_store_open_existing(&store); /* reading makes nothing */
     if (!rc) rc = rad_store_list(store, &rows, &n);
     if (!rc) rc = rad_hf_cache_init(&cache);
     if (!rc) rc = rad_hf_scan_partials(&cache, &parts, &np);

@@ -13,13 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static const char usage[] =
     "usage: radiance rm MODEL [--quant Q] [--purge]\n"
     "\n"
-    "Remove a converted model (every quantization of it unless --quant names one). MODEL is a\n"
-    "name that radiance list shows, or the spec it was pulled with.\n"
+    "Remove a model from the store (every quantization of it unless --quant names one). MODEL is\n"
+    "a name that radiance list shows, or the spec it was pulled with. A GGUF run in place from\n"
+    "the Hugging Face cache stays there unless --purge.\n"
     "\n"
     "      --quant Q   remove only this quantization\n"
     "      --purge     also remove its downloads from the Hugging Face cache: the snapshot, its\n"
@@ -51,8 +53,9 @@ static int purge(const RadStoredModel *rows, const int *gone, int n, const Purge
         if (dup) continue;
         int user = still_used(rows, gone, n, p);
         if (user >= 0) {
-            fprintf(stderr, "radiance: kept %s@%.12s in the cache: %s (%s) was converted from it\n", p->repo,
-                    p->commit, rows[user].name, rows[user].quant);
+            fprintf(stderr, "radiance: kept %s@%.12s in the cache: %s (%s) %s\n", p->repo, p->commit,
+                    rows[user].name, rows[user].quant,
+                    rad_store_cache_path(rows[user].file) ? "runs from it" : "was converted from it");
             continue;
         }
         uint64_t freed = 0;
@@ -108,7 +111,7 @@ int rad_cmd_rm(int argc, char **argv)
     RadModelSpec *spec = calloc(1, sizeof *spec);
     int *gone = NULL, n = 0, np = 0, removed = 0;
     Purge *plist = NULL;
-    int rc = spec ? rad_store_open(&store) : rad_error_set(RAD_E_NOMEM, "out of memory");
+    int rc = spec ? rad_store_open_existing(&store) : rad_error_set(RAD_E_NOMEM, "out of memory");
     if (!rc) rc = rad_store_list(store, &rows, &n);
     if (rc) goto done;
     gone = calloc((size_t)n + 1, sizeof *gone);
@@ -130,15 +133,21 @@ int rad_cmd_rm(int argc, char **argv)
     }
     for (int i = 0; i < n; i++) {
         RadStoredModel *m = &rows[i];
-        if (strcmp(m->name, name) != 0 || (quant && strcmp(m->quant, quant) != 0)) continue;
-        if (unlink(m->path) != 0 && errno != ENOENT) {
+        if (strcmp(m->name, name) != 0 || (quant && strcasecmp(m->quant, quant) != 0)) continue;
+        /* A GGUF run in place is the cache's file, not ours: --purge takes it */
+        int in_cache = rad_store_cache_path(m->file) != NULL;
+        if (!in_cache && unlink(m->path) != 0 && errno != ENOENT) {
             rc = rad_error_set(RAD_E_IO, "%s: cannot remove: %s", m->path, strerror(errno));
             goto done;
         }
         if ((rc = rad_store_delete(store, m->name, m->quant))) goto done;
         gone[i] = 1;
         removed++;
-        fprintf(stderr, "radiance: removed %s (%s): %s\n", m->name, m->quant, m->path);
+        if (in_cache && !do_purge)
+            fprintf(stderr, "radiance: removed %s (%s); kept its download %s (rm --purge removes it)\n", m->name,
+                    m->quant, m->path);
+        else
+            fprintf(stderr, "radiance: removed %s (%s): %s\n", m->name, m->quant, m->path);
         if (m->commit_sha[0] && rad_hf_repo_id_ok(m->source)) {
             snprintf(plist[np].repo, sizeof plist[np].repo, "%s", m->source);
             snprintf(plist[np].commit, sizeof plist[np].commit, "%s", m->commit_sha);

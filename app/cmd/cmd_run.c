@@ -31,6 +31,7 @@
 #include "../chat/conversation.h"
 #include "../chat/draft_setup.h"
 #include "../chat/model_sampling.h"
+#include "../models/model_open.h"
 #include "../models/model_store.h"
 #include "../sessions/session_db.h"
 #include "../../engine/text/rad_text.h"
@@ -727,7 +728,11 @@ int rad_cmd_run(int argc, char **argv)
         .max_spec = s.draft ? (s.draft_max > 0 ? s.draft_max : RAD_DRAFT_MAX_DEFAULT) : 0,
         .debug_graph = debug_graph ? stderr : NULL, .debug_plan = debug_plan ? stderr : NULL,
     };
-    if ((rc = rad_engine_open(&opt, &e))) goto done;
+    RadModelOpen loading;
+    rad_model_open_prepare(&loading, &opt, model_spec, s.quiet || debug_graph || debug_plan);
+    rc = rad_engine_open(&opt, &e);
+    rad_model_open_done(&loading);
+    if (rc) goto done;
     double load_ms = rad_now_ms() - t_start;
     /* From here a signal stops the reply and the answer is still written. */
     rad_interrupt_arm(&stop_reply, 2);

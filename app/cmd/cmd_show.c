@@ -10,6 +10,7 @@
 #include "../../engine/text/rad_text.h"
 #include "../../formats/gguf_container.h"
 #include "../models/hub.h"
+#include "../models/model_open.h"
 #include "../models/model_store.h"
 #include "../../formats/rad_container.h"
 
@@ -17,12 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static const char usage[] =
     "usage: radiance show MODEL [--quant Q]\n"
     "\n"
-    "Describe a converted model (a name that radiance list shows, or a .rad file): its source and\n"
+    "Describe a model (a name that radiance list shows, a .rad or a GGUF file): its source and\n"
     "digest, its architecture and sizes, and the encoding of each kind of tensor.\n"
     "\n"
     "      --quant Q   which quantization, when several are converted\n"
@@ -194,10 +196,12 @@ int rad_cmd_show(int argc, char **argv)
     RadContainer *cont = NULL;
     const char *path = NULL;
     int rc = spec ? RAD_OK : rad_error_set(RAD_E_NOMEM, "out of memory");
-    int parsed = !rc && rad_model_spec_parse(text, spec) == RAD_OK;
+    int prc = rc ? rc : rad_model_spec_parse(text, spec), parsed = prc == RAD_OK;
+    struct stat st;
+    if (!rc && prc != RAD_OK && prc != RAD_E_NOTFOUND && stat(text, &st) == 0) rc = prc; /* a FIFO... */
     if (!rc && parsed && (spec->kind == RAD_SPEC_RAD || spec->kind == RAD_SPEC_GGUF)) {
         path = spec->path;
-    } else if (!rc && !(rc = rad_store_open(&store))) {
+    } else if (!rc && !(rc = rad_store_open_existing(&store))) {
         rc = rad_store_find(store, text, quant, &row);
         if (rc == RAD_E_NOTFOUND && parsed)
             rc = rad_store_find(store, spec->name,
@@ -217,14 +221,17 @@ int rad_cmd_show(int argc, char **argv)
                        rad_safe(row.commit_sha));
             else
                 printf("%-14s%s\n", "source", rad_safe(row.source));
-            printf("%-14s%s (%s)\n", "file", rad_safe(row.path), rad_hub_format_bytes(row.size, b, sizeof b));
-            printf("%-14s%s\n", "sha256", row.sha256);
-            date("converted", row.created);
+            printf("%-14s%s (%s%s)\n", "file", rad_safe(row.path), rad_hub_format_bytes(row.size, b, sizeof b),
+                   rad_store_cache_path(row.file) ? ", run in place from the Hugging Face cache" : "");
+            if (row.sha256[0]) printf("%-14s%s\n", "sha256", rad_safe(row.sha256));
+            date(rad_store_cache_path(row.file) ? "pulled" : "converted", row.created);
             date("last used", row.last_used);
         } else {
             printf("%-14s%s\n", "file", rad_safe(path));
         }
-        rc = rad_container_open_any(path, &cont);
+        char *tokcache = rad_tokenizer_cache_dir();
+        rc = rad_container_open_model(path, tokcache, &cont);
+        free(tokcache);
         if (!rc) rc = rad_container_resolve_family(cont, NULL);    /* a GGUF's plugin family */
         if (!rc) show_container(cont);
     }

@@ -13,10 +13,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,9 +70,18 @@ static int parse_hub(const char *text, const char *rest, RadModelSpec *s)
         p += 1 + n;
     }
     if (*p == ':') {
-        if (!copy_part(s->quant, sizeof s->quant, p + 1, strlen(p + 1)) || !rad_model_quant_ok(s->quant))
-            return rad_error_set(RAD_E_ARG, "%s: '%s' is not a quantization (e.g. bf16, q8_0, Q4_K_M)", text,
-                                 p + 1);
+        /* A quant, or a GGUF file of the repository ("sub/name.gguf"). */
+        const char *q = p + 1;
+        size_t n = strlen(q);
+        if (n > 5 && strcasecmp(q + n - 5, ".gguf") == 0) {
+            if (!rad_hf_relpath_ok(q) || !copy_part(s->file, sizeof s->file, q, n))
+                return rad_error_set(RAD_E_ARG, "%s: '%s' is not a file name of the repository", text, q);
+        } else {
+            if (!copy_part(s->quant, sizeof s->quant, q, n) || !rad_model_quant_ok(s->quant))
+                return rad_error_set(RAD_E_ARG,
+                                     "%s: '%s' is not a quantization (e.g. q4_k_m, q8_0, bf16) or a .gguf file",
+                                     text, q);
+        }
         s->quant_from_spec = 1;
     }
     s->kind = RAD_SPEC_HUB;
@@ -136,27 +147,83 @@ static int alias_lookup(const char *file, const char *name, RadModelSpec *s)
     return found;
 }
 
-/* A local path: .rad, .gguf (by name or magic) or a folder. */
+/* An absolute spelling of `text` that keeps its last component as written:
+** the folders are resolved (realpath), a symlink at the end is not, so a
+** snapshot link keeps the name that finds a split model's other parts. */
+static int absolute_path(const char *text, char *out, size_t cap)
+{
+    char dir[RAD_SPEC_PATH_MAX];
+    const char *slash = strrchr(text, '/');
+    const char *base = slash ? slash + 1 : text;
+    if (slash == text)
+        snprintf(dir, sizeof dir, "/");
+    else if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - text), text);
+    else
+        snprintf(dir, sizeof dir, ".");
+    char real[PATH_MAX];
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) return realpath(text, out) ? 0 : -1;
+    if (!realpath(dir, real)) return -1;
+    int n = snprintf(out, cap, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* A local path: a folder, or a model file known by its first bytes (a GGUF
+** may have any name: a Hugging Face blob, an ollama blob, a copy).  Only
+** regular files and folders are models: a FIFO or a device named x.gguf is
+** refused before anything opens it (an open would block or read forever). */
 static int parse_path(const char *text, RadModelSpec *s)
 {
     struct stat st;
     if (stat(text, &st) != 0) return rad_error_set(RAD_E_NOTFOUND, "%s: %s", text, strerror(errno));
-    if (!realpath(text, s->path)) return rad_error_set(RAD_E_NOTFOUND, "%s: %s", text, strerror(errno));
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+        return rad_error_set(RAD_E_FORMAT, "%s: not a regular file (a model is a .rad, a GGUF or a folder)", text);
+    /* A folder is named by where it really is (its name in the store stays
+    ** put); a file keeps its own name (see absolute_path). */
+    int bad = S_ISDIR(st.st_mode) ? !realpath(text, s->path) : absolute_path(text, s->path, sizeof s->path) != 0;
+    if (bad) return rad_error_set(RAD_E_NOTFOUND, "%s: %s", text, strerror(errno ? errno : ENAMETOOLONG));
     snprintf(s->name, sizeof s->name, "%s", s->path);
     if (S_ISDIR(st.st_mode)) {
         s->kind = RAD_SPEC_HF_DIR;
         return RAD_OK;
     }
-    size_t n = strlen(s->path);
     char magic[4] = {0};
-    FILE *f = fopen(s->path, "rb");
-    if (f) {
-        if (fread(magic, 1, 4, f) != 4) memset(magic, 0, 4);
-        fclose(f);
+    int fd = open(s->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, magic, 4) != 4) memset(magic, 0, 4);
+        close(fd);
     }
-    int gguf = (n > 5 && strcmp(s->path + n - 5, ".gguf") == 0) || memcmp(magic, "GGUF", 4) == 0;
+    size_t n = strlen(s->path);
+    int gguf = memcmp(magic, "GGUF", 4) == 0 || (n > 5 && strcmp(s->path + n - 5, ".gguf") == 0 &&
+                                                 memcmp(magic, "RADM", 4) != 0);
     s->kind = gguf ? RAD_SPEC_GGUF : RAD_SPEC_RAD;
     return RAD_OK;
+}
+
+/* "hf.co/", "huggingface.co/" (ollama's spelling), with or without https://:
+** the length of the prefix, else 0. */
+static size_t hub_prefix(const char *text)
+{
+    static const char *const prefixes[] = {"https://hf.co/", "https://huggingface.co/", "hf.co/",
+                                           "huggingface.co/"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (strncasecmp(text, prefixes[i], strlen(prefixes[i])) == 0) return strlen(prefixes[i]);
+    return 0;
+}
+
+/* A missing path spelled like a repository id ("Qwen/Qwen3-0.6B[:Q]")
+** gets the spelling that means the hub. */
+static int missing_path(const char *text, RadModelSpec *s)
+{
+    int rc = parse_path(text, s);
+    if (rc != RAD_E_NOTFOUND || text[0] == '.' || text[0] == '/' || text[0] == '~') return rc;
+    char repo[200];
+    size_t n = strcspn(text, "@:");
+    if (!copy_part(repo, sizeof repo, text, n) || !strchr(repo, '/') || !rad_hf_repo_id_ok(repo)) return rc;
+    return rad_error_set(RAD_E_NOTFOUND,
+                         "%s: no such file or folder; for the Hugging Face repository write hf:%s "
+                         "(or hf.co/%s)",
+                         text, text, text);
 }
 
 int rad_model_spec_parse_in(const char *text, const char *const *alias_files, int n_files, RadModelSpec *s)
@@ -165,11 +232,13 @@ int rad_model_spec_parse_in(const char *text, const char *const *alias_files, in
     if (!text || !*text) return rad_error_set(RAD_E_ARG, "no model given");
     if (strlen(text) >= RAD_SPEC_PATH_MAX) return rad_error_set(RAD_E_ARG, "model name too long");
     if (strncmp(text, "hf:", 3) == 0) return parse_hub(text, text + 3, s);
+    size_t pre = hub_prefix(text);
+    if (pre) return parse_hub(text, text + pre, s);
 
     size_t n = strlen(text);
     int looks_like_path = strchr(text, '/') || (n > 4 && strcmp(text + n - 4, ".rad") == 0) ||
                           (n > 5 && strcmp(text + n - 5, ".gguf") == 0);
-    if (looks_like_path) return parse_path(text, s);
+    if (looks_like_path) return missing_path(text, s);
 
     /* An alias as written, else ALIAS:QUANT. */
     char name[128], quant[64] = "";
@@ -212,11 +281,13 @@ int rad_model_spec_parse_in(const char *text, const char *const *alias_files, in
 int rad_model_alias_files(char **files, int max)
 {
     int n = 0;
-    const char *v = getenv("RADIANCE_MODELS");
+    const char *v = getenv("RADIANCE_ALIASES");
     if (v && *v && n < max) files[n++] = strdup(v);
+    /* The XDG base directory specification: a relative path is invalid and
+    ** is ignored. */
     const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
     char *s = NULL;
-    if (xdg && *xdg) {
+    if (xdg && xdg[0] == '/') {
         if (asprintf(&s, "%s/radiance/models.tsv", xdg) < 0) s = NULL;
     } else if (home && *home) {
         if (asprintf(&s, "%s/.config/radiance/models.tsv", home) < 0) s = NULL;
@@ -363,43 +434,137 @@ static int select_safetensors(const RadHfTree *t, const char *what, RadSelection
     return RAD_OK;
 }
 
+/* A GGUF file that is a model: not a vision projector, not an importance
+** matrix (llama.cpp's own filter). */
+static int gguf_is_model(const char *path)
+{
+    const char *b = base_name(path);
+    return has_suffix(path, ".gguf") && !strcasestr(b, "mmproj") && !strcasestr(b, "imatrix");
+}
+
+/* A file that stands for its model: one not split, or a split set's part 1. */
+static int gguf_leader(const char *path)
+{
+    size_t prefix;
+    int part, count;
+    return gguf_is_model(path) && (!split_part(path, &prefix, &part, &count) || part == 1);
+}
+
+void rad_model_gguf_tag(const char *path, char *out, size_t cap)
+{
+    const char *b = base_name(path);
+    size_t n = strlen(b) - 5, prefix;
+    int part, count;
+    if (split_part(path, &prefix, &part, &count)) n = (size_t)(path + prefix - b);
+    size_t start = n;
+    while (start > 0 && b[start - 1] != '-' && b[start - 1] != '.') start--;
+    size_t k = 0;
+    for (size_t i = start; i < n && k + 1 < cap; i++) out[k++] = (char)toupper((unsigned char)b[i]);
+    out[k] = 0;
+}
+
+/* The distinct quants of the repository's models, sorted, comma-separated. */
+static void gguf_tags(const RadHfTree *t, char *out, size_t cap)
+{
+    char tags[64][32];
+    int n = 0;
+    for (int i = 0; i < t->n && n < 64; i++) {
+        if (!gguf_leader(t->files[i].path)) continue;
+        char tag[32];
+        rad_model_gguf_tag(t->files[i].path, tag, sizeof tag);
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++) seen = !strcmp(tags[k], tag);
+        if (!seen && tag[0]) snprintf(tags[n++], sizeof tags[0], "%s", tag);
+    }
+    qsort(tags, (size_t)n, sizeof tags[0], (int (*)(const void *, const void *))strcmp);
+    size_t used = 0;
+    out[0] = 0;
+    for (int k = 0; k < n; k++) {
+        int w = snprintf(out + used, cap - used, "%s%s", k ? ", " : "", tags[k]);
+        if (w < 0 || (size_t)w >= cap - used) break;
+        used += (size_t)w;
+    }
+}
+
+/* The repository part of `what` ("ORG/NAME@commit"), for the remedies. */
+static void repo_of(const char *what, char *out, size_t cap)
+{
+    snprintf(out, cap, "%.*s", (int)strcspn(what, "@"), what);
+}
+
+/* The model files whose name holds `quant` as a whole token, at the least
+** depth where any does: how many, the first in *best, the names in list.
+** Several at that depth are several models: the caller refuses. */
+static int gguf_matches(const RadHfTree *t, const char *quant, int *best, char *list, size_t cap)
+{
+    int n = 0, depth = -1;
+    size_t used = 0;
+    list[0] = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < t->n; i++) {
+            const char *p = t->files[i].path;
+            if (!gguf_leader(p) || !names_quant(base_name(p), quant)) continue;
+            if (pass == 0) {
+                if (depth < 0 || depth_of(p) < depth) depth = depth_of(p);
+                continue;
+            }
+            if (depth_of(p) != depth) continue;
+            if (n++ == 0) *best = i;
+            int w = snprintf(list + used, cap - used, "%s%s", n > 1 ? ", " : "", p);
+            if (w > 0 && (size_t)w < cap - used) used += (size_t)w;
+        }
+    return n;
+}
+
+/* Which GGUF file `quant` or `file` names (docs/HUB.md, "Choosing files"):
+**   - a file: that path exactly;
+**   - a quant: the model files holding it as a whole token of their name,
+**     any case ("Q4_K" is not "Q4_K_M", "Q4_XS" not "IQ4_XS"), the
+**     shallowest first; two at the same depth are ambiguous and refused;
+**   - neither: Q4_K_M, else Q8_0 (llama.cpp's order), else the only model.
+** mmproj and imatrix files are never models; a split set is named by its
+** part 1 and brings every part. */
 static int select_gguf(const RadHfTree *t, const char *quant, const char *file, const char *what,
                        RadSelection *s)
 {
+    char repo[200], tags[600], list[1200];
+    repo_of(what, repo, sizeof repo);
     int best = -1;
-    for (int i = 0; i < t->n; i++) {
-        const char *p = t->files[i].path;
-        if (!has_suffix(p, ".gguf") || strstr(base_name(p), "mmproj")) continue;
-        int match = file && *file ? strcmp(p, file) == 0 : names_quant(base_name(p), quant);
-        if (!match) continue;
-        size_t prefix;
-        int part, count;
-        if (split_part(p, &prefix, &part, &count) && part != 1) continue; /* a group is found by its part 1 */
-        if (best < 0 || depth_of(p) < depth_of(t->files[best].path) ||
-            (depth_of(p) == depth_of(t->files[best].path) && strcmp(p, t->files[best].path) < 0))
-            best = i;
-    }
-    if (best < 0) {
-        /* Name what there is, so the user can pick. */
-        char avail[600] = "";
-        size_t used = 0;
-        int shown = 0;
-        for (int i = 0; i < t->n && shown < 8; i++) {
-            const char *p = t->files[i].path;
-            size_t prefix;
-            int part, count;
-            if (!has_suffix(p, ".gguf") || strstr(base_name(p), "mmproj")) continue;
-            if (split_part(p, &prefix, &part, &count) && part != 1) continue;
-            int w = snprintf(avail + used, sizeof avail - used, "%s%s", shown ? ", " : "", base_name(p));
-            if (w < 0 || (size_t)w >= sizeof avail - used) break;
-            used += (size_t)w;
-            shown++;
+    if (file && *file) {
+        for (int i = 0; i < t->n && best < 0; i++)
+            if (strcmp(t->files[i].path, file) == 0) best = i;
+        if (best < 0 || !gguf_leader(file)) {
+            gguf_tags(t, tags, sizeof tags);
+            return rad_error_set(RAD_E_NOTFOUND, "%s: no model file '%s' (a split model is named by its part 1); "
+                                 "the quants here: %s", what, file, tags[0] ? tags : "none");
         }
-        if (file && *file)
-            return rad_error_set(RAD_E_NOTFOUND, "%s: no file '%s'; GGUF files here: %s", what, file, avail);
-        return rad_error_set(RAD_E_NOTFOUND,
-                             "%s: no GGUF file for quant %s; files here: %s (pick one with :QUANT)", what,
-                             quant, avail);
+    } else {
+        const char *const defaults[] = {RAD_DEFAULT_GGUF_QUANT, "Q8_0"};
+        const char *const *tries = quant && *quant ? &quant : defaults;
+        int n_tries = quant && *quant ? 1 : 2, n = 0;
+        for (int k = 0; k < n_tries && n == 0; k++) {
+            n = gguf_matches(t, tries[k], &best, list, sizeof list);
+            if (n > 1)
+                return rad_error_set(RAD_E_NOTFOUND, "%s: %s matches several files: %s; name one, as in hf:%s:%.*s",
+                                     what, tries[k], list, repo, (int)strcspn(list, ","), list);
+        }
+        if (n == 0 && !(quant && *quant)) {
+            int models = 0;
+            for (int i = 0; i < t->n; i++)
+                if (gguf_leader(t->files[i].path) && models++ == 0) best = i;
+            if (models != 1) best = -1;
+            if (models > 1) {
+                gguf_tags(t, tags, sizeof tags);
+                return rad_error_set(RAD_E_NOTFOUND, "%s: several GGUF models and none is %s or Q8_0; the quants "
+                                     "here: %s (write hf:%s:QUANT)", what, RAD_DEFAULT_GGUF_QUANT, tags, repo);
+            }
+        }
+        if (best < 0) {
+            gguf_tags(t, tags, sizeof tags);
+            return rad_error_set(RAD_E_NOTFOUND, "%s: no GGUF file for %s; the quants here: %s (write hf:%s:QUANT)",
+                                 what, quant && *quant ? quant : RAD_DEFAULT_GGUF_QUANT, tags[0] ? tags : "none",
+                                 repo);
+        }
     }
     int cap = 0, rc = sel_add(s, best, &cap);
     size_t prefix;
@@ -424,7 +589,8 @@ static int select_gguf(const RadHfTree *t, const char *quant, const char *file, 
     qsort(s->idx, (size_t)s->n, sizeof *s->idx, cmp_int);
     s->kind = RAD_REPO_GGUF;
     s->first = best;
-    snprintf(s->quant, sizeof s->quant, "%s", file && *file ? "" : quant);
+    rad_model_gguf_tag(t->files[best].path, s->quant, sizeof s->quant);
+    if (!s->quant[0]) snprintf(s->quant, sizeof s->quant, "%s", "GGUF");
     return RAD_OK;
 }
 
@@ -443,7 +609,7 @@ int rad_model_select(const RadHfTree *t, const char *quant, const char *file, co
     if (has_config && top_st && !(file && *file))
         rc = select_safetensors(t, what, out);
     else if (gguf)
-        rc = select_gguf(t, quant && *quant ? quant : RAD_DEFAULT_GGUF_QUANT, file, what, out);
+        rc = select_gguf(t, quant, file, what, out);
     else if (has_config)
         rc = rad_error_set(RAD_E_NOTFOUND, "%s: has config.json but no safetensors weights at the top level",
                            what);

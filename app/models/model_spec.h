@@ -8,15 +8,21 @@
 **   hf:ORG/REPO[@REV][:QUANT] a Hugging Face repository at a branch, tag or commit
 **   PATH                     a local .rad container, .gguf file or Hugging Face folder
 **
+**   hf.co/ORG/REPO[:QUANT]   the same (ollama's spelling; also huggingface.co/)
+**
 ** QUANT means two things, by repository: for a safetensors repository it
-** is the encoding we convert to (f32, f16, bf16, q8_0; default bf16); for
-** a GGUF repository it picks the file (Q4_K_M by default, Q8_0, ...).
+** is what we convert to (an encoding or one of llama.cpp's recipes,
+** default q4_k_m); for a GGUF repository it picks the file (Q4_K_M, else
+** Q8_0, by default).  It may also name a GGUF file of the repository
+** ("sub/model-Q4_K_M.gguf").  Case does not matter.  A bare ORG/REPO that is
+** no local path is refused with the hf: spelling as the hint.
 **
 ** The alias files are TSV: name, repository, revision, quant or GGUF file,
 ** licence note; '#' starts a comment.  They are read in this order, the
-** first match winning: $RADIANCE_MODELS, $XDG_CONFIG_HOME/radiance/models.tsv
+** first match winning: $RADIANCE_ALIASES, $XDG_CONFIG_HOME/radiance/models.tsv
 ** (~/.config/radiance/models.tsv), then the list that ships with radiance
 ** (PREFIX/share/radiance/models.tsv, or share/models.tsv in a source tree).
+** Only an absolute XDG_CONFIG_HOME counts (the XDG specification).
 **
 ** Nothing here touches the network or the cache; this module is plain
 ** parsing and choosing, unit-tested in tests/unit/test_model_spec.c.
@@ -24,16 +30,18 @@
 #ifndef RAD_MODEL_SPEC_H
 #define RAD_MODEL_SPEC_H
 
+#include <stddef.h>
+
 #include "hf_cache.h"
 
 #define RAD_SPEC_PATH_MAX      4096
-#define RAD_DEFAULT_QUANT      "bf16"   /* safetensors repositories */
-#define RAD_DEFAULT_GGUF_QUANT "Q4_K_M" /* GGUF repositories */
+#define RAD_DEFAULT_QUANT      "q4_k_m" /* safetensors repositories: llama.cpp's Q4_K_M recipe */
+#define RAD_DEFAULT_GGUF_QUANT "Q4_K_M" /* GGUF repositories (then Q8_0) */
 
 typedef enum RadSpecKind {
     RAD_SPEC_HUB = 1,   /* a Hugging Face repository: an alias or hf:ORG/REPO */
     RAD_SPEC_RAD = 2,   /* a local .rad container */
-    RAD_SPEC_GGUF = 3,  /* a local .gguf file */
+    RAD_SPEC_GGUF = 3,  /* a local GGUF file (known by its content, whatever its name) */
     RAD_SPEC_HF_DIR = 4 /* a local Hugging Face folder (config.json + safetensors) */
 } RadSpecKind;
 
@@ -44,8 +52,8 @@ typedef struct RadModelSpec {
     char repo[200];               /* HUB: "ORG/REPO" */
     char revision[256];           /* HUB: branch, tag or commit; "main" unless named */
     char quant[32];               /* the spec's ":QUANT", else the alias's; "" when neither */
-    int quant_from_spec;          /* 1 when the user wrote the quant in the spec */
-    char file[256];               /* HUB: a GGUF file an alias names, else "" */
+    int quant_from_spec;          /* 1 when the user wrote the quant (or a file) in the spec */
+    char file[256];               /* HUB: a GGUF file the spec or the alias names, else "" */
     char licence[256];            /* HUB: the alias's licence note, else "" */
     char path[RAD_SPEC_PATH_MAX]; /* local kinds: the absolute path */
 } RadModelSpec;
@@ -65,6 +73,11 @@ int rad_model_alias_files(char **files, int max);
 
 /* 1 when q is a quant token: 1..31 characters of [A-Za-z0-9_]. */
 int rad_model_quant_ok(const char *q);
+
+/* The quant a GGUF file name carries, as llama.cpp reads it: the last part
+** of the name, after '-' or '.', before .gguf and a split suffix
+** ("Qwen3-0.6B-Q8_0.gguf" -> "Q8_0"), upper-cased into out. */
+void rad_model_gguf_tag(const char *path, char *out, size_t cap);
 
 /* ----------------------------------------------------- choosing files */
 
@@ -93,13 +106,17 @@ typedef struct RadSelection {
 ** otherwise model.safetensors.  Folders (original/, onnx/) are skipped.
 **
 ** GGUF (*.gguf anywhere, no safetensors weights): the file `file` names, or
-** else the one whose name holds `quant` as a whole token, case-insensitive
-** (default Q4_K_M; mmproj files never), preferring the shallowest path; a
-** split file (NAME-00001-of-00003.gguf) brings all its parts.
+** else the model files whose name holds `quant` as a whole token,
+** case-insensitive, the shallowest first (two at one depth: refused as
+** ambiguous, naming them); without a quant Q4_K_M, else Q8_0, else the
+** only model.  mmproj and imatrix files are never models; a split file
+** (NAME-00001-of-00003.gguf) brings all its parts.  docs/HUB.md has the
+** rules and why.
 **
-** `what` names the repository in messages.  Returns 0, RAD_E_NOTFOUND (no
-** file for the quant: the message lists what there is; a missing shard or
-** part), RAD_E_UNSUPPORTED (neither kind) or RAD_E_NOMEM. */
+** `what` names the repository in messages ("ORG/REPO@COMMIT").  Returns 0,
+** RAD_E_NOTFOUND (no file for the quant, or several: the message lists the
+** quants there are; a missing shard or part), RAD_E_UNSUPPORTED (neither
+** kind) or RAD_E_NOMEM. */
 int rad_model_select(const RadHfTree *t, const char *quant, const char *file, const char *what,
                      RadSelection *out);
 void rad_selection_free(RadSelection *s);

@@ -14,6 +14,9 @@
 
 #include "../../engine/include/radiance.h"
 #include "hub.h"
+#include "model_open.h"
+#include "safe_fs.h"
+#include "../../formats/gguf_container.h"
 #include "../sessions/session_db.h"
 
 #include <dirent.h>
@@ -54,27 +57,47 @@ static int db_error(RadStore *s, const char *doing)
     return rad_error_set(RAD_E_IO, "%s: %s: %s", s->db_path, doing, sqlite3_errmsg(s->db));
 }
 
-int rad_store_open(RadStore **out)
+/* Open the store; `create`: make the folder, database and table as needed,
+** else an absent database is an empty store (db stays NULL) and nothing is
+** made.  The database and models/ are never reached through a link. */
+static int store_open(RadStore **out, int create)
 {
     *out = NULL;
     RadStore *s = calloc(1, sizeof *s);
     if (!s) return rad_error_set(RAD_E_NOMEM, "out of memory");
+    char *models = NULL;
     int rc = rad_data_dir("model store", &s->dir);
     if (rc) goto fail;
-    if (asprintf(&s->db_path, "%s/radiance.db", s->dir) < 0) {
+    if (asprintf(&s->db_path, "%s/radiance.db", s->dir) < 0 || asprintf(&models, "%s/models", s->dir) < 0) {
         s->db_path = NULL;
         rc = rad_error_set(RAD_E_NOMEM, "out of memory");
         goto fail;
     }
-    char *models = NULL;
-    if (asprintf(&models, "%s/models", s->dir) < 0) {
-        rc = rad_error_set(RAD_E_NOMEM, "out of memory");
+    struct stat st;
+    int have_db = lstat(s->db_path, &st) == 0;
+    if (have_db && !S_ISREG(st.st_mode)) {
+        rc = S_ISLNK(st.st_mode) ? rad_sfs_refuse_link(s->db_path, "the database")
+                                 : rad_error_set(RAD_E_IO, "%s: not a regular file: remove it", s->db_path);
         goto fail;
     }
-    rc = rad_hf_mkdirs(models);
-    free(models);
-    if (rc) goto fail;
-    if (sqlite3_open_v2(s->db_path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    if (!have_db && !create) {
+        free(models);
+        *out = s; /* nothing converted yet: an empty store, and nothing made */
+        return RAD_OK;
+    }
+    if (create) {
+        int fd = rad_sfs_open_dir(s->dir, models, 1);
+        if (fd < 0) {
+            rc = fd;
+            goto fail;
+        }
+        close(fd);
+    }
+    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+#ifdef SQLITE_OPEN_NOFOLLOW
+    flags |= SQLITE_OPEN_NOFOLLOW;
+#endif
+    if (sqlite3_open_v2(s->db_path, &s->db, flags, NULL) != SQLITE_OK) {
         rc = rad_error_set(RAD_E_IO, "%s: cannot open the database: %s", s->db_path,
                            s->db ? sqlite3_errmsg(s->db) : "out of memory");
         goto fail;
@@ -85,11 +108,23 @@ int rad_store_open(RadStore **out)
         rc = db_error(s, "cannot prepare the models table");
         goto fail;
     }
+    free(models);
     *out = s;
     return RAD_OK;
 fail:
+    free(models);
     rad_store_close(s);
     return rc;
+}
+
+int rad_store_open(RadStore **out)
+{
+    return store_open(out, 1);
+}
+
+int rad_store_open_existing(RadStore **out)
+{
+    return store_open(out, 0);
 }
 
 void rad_store_close(RadStore *s)
@@ -128,7 +163,11 @@ static int read_row(RadStore *s, sqlite3_stmt *st, RadStoredModel *m)
     snprintf(m->sha256, sizeof m->sha256, "%s", sha ? (const char *)sha : "");
     m->created = sqlite3_column_int64(st, 8);
     m->last_used = sqlite3_column_int64(st, 9);
-    if (m->file && asprintf(&m->path, "%s/%s", s->dir, m->file) < 0) m->path = NULL;
+    const char *cached = m->file ? rad_store_cache_path(m->file) : NULL;
+    if (cached)
+        m->path = strdup(cached);
+    else if (m->file && asprintf(&m->path, "%s/%s", s->dir, m->file) < 0)
+        m->path = NULL;
     if (!m->name || !m->quant || !m->source || !m->revision || !m->commit_sha || !m->file || !m->path) {
         rad_stored_model_free(m);
         return rad_error_set(RAD_E_NOMEM, "out of memory");
@@ -136,10 +175,23 @@ static int read_row(RadStore *s, sqlite3_stmt *st, RadStoredModel *m)
     return RAD_OK;
 }
 
+const char *rad_store_cache_path(const char *file)
+{
+    /* "cache:TAG:/abs/path": TAG keeps two names of one file apart (the
+    ** column is UNIQUE) */
+    if (strncmp(file, "cache:", 6) != 0) return NULL;
+    const char *colon = strchr(file + 6, ':');
+    return colon && colon[1] == '/' ? colon + 1 : NULL;
+}
+
 int rad_store_find(RadStore *s, const char *name, const char *quant, RadStoredModel *out)
 {
     memset(out, 0, sizeof *out);
-    const char *sql = quant ? "SELECT " ROW_COLUMNS " FROM models WHERE name = ?1 AND quant = ?2"
+    if (!s->db)
+        return rad_error_set(RAD_E_NOTFOUND, "%s%s%s: not in the model store (radiance list shows what is)", name,
+                             quant ? ":" : "", quant ? quant : "");
+    /* quants compare without case: q8_0 finds a GGUF's Q8_0 */
+    const char *sql = quant ? "SELECT " ROW_COLUMNS " FROM models WHERE name = ?1 AND quant = ?2 COLLATE NOCASE"
                             : "SELECT " ROW_COLUMNS " FROM models WHERE name = ?1 "
                               "ORDER BY coalesce(last_used, 0) DESC, created DESC LIMIT 1";
     sqlite3_stmt *st = NULL;
@@ -162,6 +214,7 @@ int rad_store_list(RadStore *s, RadStoredModel **rows, int *n_out)
 {
     *rows = NULL;
     *n_out = 0;
+    if (!s->db) return RAD_OK; /* no database yet: nothing converted */
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "SELECT " ROW_COLUMNS " FROM models ORDER BY name, quant", -1, &st, NULL) !=
         SQLITE_OK)
@@ -194,6 +247,7 @@ int rad_store_list(RadStore *s, RadStoredModel **rows, int *n_out)
 
 int rad_store_put(RadStore *s, const RadStoredModel *m)
 {
+    if (!s->db) return rad_error_set(RAD_E_STATE, "the model store was opened to read");
     sqlite3_stmt *st = NULL;
     /* A row that held the same file under another name gives it up first. */
     const char *sql =
@@ -220,6 +274,7 @@ int rad_store_put(RadStore *s, const RadStoredModel *m)
 static int exec_name_quant(RadStore *s, const char *sql, const char *name, const char *quant,
                            const char *doing)
 {
+    if (!s->db) return RAD_OK; /* no database: no such row */
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_error(s, doing);
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
@@ -328,15 +383,6 @@ char *rad_store_file_for(const char *name, const char *quant)
 
 /* ============================================================ resolving */
 
-static const char *const conversion_quants[] = {"f32", "f16", "bf16", "q8_0"};
-
-static int conversion_quant_ok(const char *q)
-{
-    for (size_t i = 0; i < sizeof conversion_quants / sizeof *conversion_quants; i++)
-        if (strcmp(q, conversion_quants[i]) == 0) return 1;
-    return 0;
-}
-
 static void note(const RadResolveOptions *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void note(const RadResolveOptions *o, const char *fmt, ...)
@@ -368,6 +414,16 @@ static int64_t newest_mtime(const char *dir)
     return newest;
 }
 
+/* The quant a safetensors model converts to, canonical; refused with the
+** list of what there is. */
+static int conversion_quant(const char *name, const char *quant, const char **out)
+{
+    *out = rad_convert_quant_canonical(quant);
+    if (*out) return RAD_OK;
+    return rad_error_set(RAD_E_ARG, "%s: --quant %s: a safetensors model converts to %s", name, quant,
+                         rad_convert_quant_list());
+}
+
 /* Convert folder `dir` into the store as (name, quant) and record it. */
 static int convert_into_store(RadStore *store, const RadResolveOptions *o, const char *dir, const char *name,
                               const char *quant, const char *source, const char *revision, const char *commit,
@@ -379,8 +435,21 @@ static int convert_into_store(RadStore *store, const RadResolveOptions *o, const
         free(m.file);
         return rad_error_set(RAD_E_NOMEM, "out of memory");
     }
+    /* The converter replaces the file by renaming its temporary one over
+    ** it; a link or a folder standing there is refused, not replaced. */
+    struct stat st;
+    int rc = rad_sfs_lstat(rad_store_dir(store), m.path, &st);
+    if (rc == RAD_E_NOTFOUND) rc = RAD_OK;
+    else if (!rc && S_ISLNK(st.st_mode)) rc = rad_sfs_refuse_link(m.path, "a converted model");
+    else if (!rc && !S_ISREG(st.st_mode)) rc = rad_error_set(RAD_E_IO, "%s: not a regular file: remove it", m.path);
+    if (rc) {
+        free(m.path);
+        free(m.file);
+        return rc;
+    }
+    rad_error_clear();
     note(o, "converting %s to %s", name, quant);
-    int rc = rad_convert_hf_named(dir, m.path, quant, o->plugin_dir, name, o->quiet ? NULL : o->log);
+    rc = rad_convert_hf_named(dir, m.path, quant, o->plugin_dir, name, o->quiet ? NULL : o->log);
     if (!rc) rc = rad_file_sha256(m.path, m.sha256, &m.size);
     if (!rc) {
         m.name = (char *)name;
@@ -404,27 +473,69 @@ static int convert_into_store(RadStore *store, const RadResolveOptions *o, const
     return rc;
 }
 
-/* The stored row for (name, quant or any) whose file still exists. */
+/* A GGUF a row names in the Hugging Face cache is still there, and still
+** reached only through the cache's own links (every part of a split one). */
+static int cached_gguf_present(const RadStoredModel *row)
+{
+    RadHfCache cache;
+    if (rad_hf_cache_init(&cache) != RAD_OK) return 0;
+    char *snap = rad_hf_snapshot_dir(&cache, row->source, row->commit_sha);
+    size_t n = snap ? strlen(snap) : 0;
+    int rc = 0;
+    if (snap && rad_hf_repo_id_ok(row->source) && rad_hf_is_commit(row->commit_sha) &&
+        strncmp(row->path, snap, n) == 0 && row->path[n] == '/') {
+        RadHfFile f = {.path = row->path + n + 1, .size = -1};
+        rc = rad_hf_snapshot_has(&cache, row->source, row->commit_sha, &f);
+        /* "X-00001-of-0000N.gguf": the other parts too */
+        size_t len = strlen(f.path);
+        int count = 0;
+        if (rc == 1 && len > 20 && sscanf(f.path + len - 20, "-00001-of-%5d.gguf", &count) == 1 && count <= 99999) {
+            char *part = strdup(f.path);
+            for (int i = 2; part && rc == 1 && i <= count; i++) {
+                snprintf(part + len - 20, 21, "-%05d-of-%05d.gguf", i % 100000, count % 100000);
+                RadHfFile pf = {.path = part, .size = -1};
+                rc = rad_hf_snapshot_has(&cache, row->source, row->commit_sha, &pf);
+            }
+            free(part);
+        }
+    }
+    free(snap);
+    rad_hf_cache_free(&cache);
+    return rc;
+}
+
+/* The stored row for (name, quant or any) whose file is still there:
+** RAD_E_NOTFOUND when it is gone, a refusal when a link stands in for it. */
 static int find_usable(RadStore *store, const char *name, const char *quant, RadStoredModel *row)
 {
     int rc = rad_store_find(store, name, quant, row);
     if (rc) return rc;
-    if (access(row->path, R_OK) != 0) {
-        rad_stored_model_free(row);
-        return rad_error_set(RAD_E_NOTFOUND, "%s: the converted file is gone", name);
+    int have;
+    if (rad_store_cache_path(row->file)) {
+        have = cached_gguf_present(row);
+    } else {
+        struct stat st;
+        int st_rc = rad_sfs_lstat(rad_store_dir(store), row->path, &st);
+        have = st_rc == RAD_E_NOTFOUND ? 0
+             : st_rc                   ? st_rc
+             : S_ISLNK(st.st_mode)     ? rad_sfs_refuse_link(row->path, "a converted model")
+                                       : S_ISREG(st.st_mode);
     }
-    return RAD_OK;
+    if (have == 1) return RAD_OK;
+    rad_stored_model_free(row);
+    if (have < 0) return have;
+    return rad_error_set(RAD_E_NOTFOUND, "%s: the model's file is gone", name);
 }
 
 static int resolve_folder(RadStore *store, const RadModelSpec *spec, const RadResolveOptions *o,
                           RadResolved *out)
 {
-    const char *quant = o->quant ? o->quant : RAD_DEFAULT_QUANT;
-    if (!conversion_quant_ok(quant))
-        return rad_error_set(RAD_E_ARG, "--quant %s: a folder converts to f32, f16, bf16 or q8_0", quant);
+    const char *quant;
+    int rc = conversion_quant(spec->name, o->quant ? o->quant : RAD_DEFAULT_QUANT, &quant);
+    if (rc) return rc;
     snprintf(out->quant, sizeof out->quant, "%s", quant);
     RadStoredModel row;
-    if (find_usable(store, spec->name, quant, &row) == RAD_OK) {
+    if ((rc = find_usable(store, spec->name, quant, &row)) == RAD_OK) {
         int fresh = row.created >= newest_mtime(spec->path);
         if (fresh && !o->pull) rad_store_touch(store, row.name, row.quant);
         if (fresh) {
@@ -433,6 +544,8 @@ static int resolve_folder(RadStore *store, const RadModelSpec *spec, const RadRe
         }
         rad_stored_model_free(&row);
         if (fresh) return RAD_OK;
+    } else if (rc != RAD_E_NOTFOUND) {
+        return rc;
     }
     rad_error_clear();
     /* Say a folder is no model before saying "converting" it. */
@@ -447,24 +560,79 @@ static int resolve_folder(RadStore *store, const RadModelSpec *spec, const RadRe
                               o->pull ? 0 : (int64_t)time(NULL), out);
 }
 
+/* A GGUF repository: the file is run where the cache holds it.  Opening it
+** once here checks it is a model radiance reads (and prepares its
+** tokenizer in the cache, so the first run opens fast); the row records
+** it so a run finds it with no request. */
+static int record_gguf(RadStore *store, const RadModelSpec *spec, const RadResolveOptions *o, const RadHubFetch *got,
+                       int64_t last_used, RadResolved *out)
+{
+    char *cache = rad_tokenizer_cache_dir();
+    RadContainer *c = NULL;
+    int rc = rad_container_open_model(got->gguf_path, cache, &c);
+    rad_container_close(c);
+    free(cache);
+    if (rc) return rc;
+    RadStoredModel m = {0};
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int dn = 0;
+    char tagged[64];
+    /* TAG: the name and quant, so two names of one file keep two rows */
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md) return rad_error_set(RAD_E_NOMEM, "out of memory");
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    EVP_DigestUpdate(md, spec->name, strlen(spec->name) + 1);
+    EVP_DigestUpdate(md, got->quant, strlen(got->quant));
+    EVP_DigestFinal_ex(md, d, &dn);
+    EVP_MD_CTX_free(md);
+    snprintf(tagged, sizeof tagged, "cache:%02x%02x%02x%02x:", d[0], d[1], d[2], d[3]);
+    if (asprintf(&m.file, "%s%s", tagged, got->gguf_path) < 0) return rad_error_set(RAD_E_NOMEM, "out of memory");
+    m.name = (char *)spec->name;
+    m.quant = (char *)got->quant;
+    m.source = (char *)spec->repo;
+    m.revision = (char *)spec->revision;
+    m.commit_sha = (char *)got->commit;
+    m.size = got->bytes;
+    snprintf(m.sha256, sizeof m.sha256, "%s", got->sha256);
+    m.created = (int64_t)time(NULL);
+    m.last_used = last_used;
+    rc = rad_store_put(store, &m);
+    free(m.file);
+    if (rc) return rc;
+    if (!(out->path = strdup(got->gguf_path))) return rad_error_set(RAD_E_NOMEM, "out of memory");
+    char b[32];
+    note(o, "%s (%s) is ready, run in place from the cache: %s, %s", spec->name, got->quant, got->gguf_path,
+         rad_hub_format_bytes(got->bytes, b, sizeof b));
+    return RAD_OK;
+}
+
 static int resolve_hub(RadStore *store, const RadModelSpec *spec, const RadResolveOptions *o,
                        RadResolved *out)
 {
-    const char *asked = o->quant ? o->quant : spec->quant_from_spec ? spec->quant : NULL;
+    const char *asked = o->quant ? o->quant : spec->quant_from_spec && spec->quant[0] ? spec->quant : NULL;
+    const char *file = o->quant ? NULL : spec->file[0] ? spec->file : NULL;
     if (asked && !rad_model_quant_ok(asked))
         return rad_error_set(RAD_E_ARG, "--quant '%s' is not a quantization", asked);
+    /* a GGUF file named by the spec is stored under the quant its name holds */
+    char file_quant[32] = "";
+    if (file) rad_model_gguf_tag(file, file_quant, sizeof file_quant);
+    const char *lookup = asked ? asked : file_quant[0] ? file_quant : NULL;
     RadStoredModel row;
     int rc;
 
-    /* run: what is converted is used, with no request. */
-    if (!o->pull && find_usable(store, spec->name, asked, &row) == RAD_OK) {
-        rad_store_touch(store, row.name, row.quant);
-        out->path = row.path;
-        row.path = NULL;
-        snprintf(out->quant, sizeof out->quant, "%s", row.quant);
-        snprintf(out->commit, sizeof out->commit, "%s", row.commit_sha);
-        rad_stored_model_free(&row);
-        return RAD_OK;
+    /* run: what is converted (or recorded) is used, with no request. */
+    if (!o->pull) {
+        rc = find_usable(store, spec->name, lookup, &row);
+        if (rc == RAD_OK) {
+            rad_store_touch(store, row.name, row.quant);
+            out->path = row.path;
+            row.path = NULL;
+            snprintf(out->quant, sizeof out->quant, "%s", row.quant);
+            snprintf(out->commit, sizeof out->commit, "%s", row.commit_sha);
+            rad_stored_model_free(&row);
+            return RAD_OK;
+        }
+        if (rc != RAD_E_NOTFOUND) return rc;
     }
     rad_error_clear();
 
@@ -473,31 +641,25 @@ static int resolve_hub(RadStore *store, const RadModelSpec *spec, const RadResol
     RadHubFetch got;
     if ((rc = rad_hub_open(&ho, &hub))) return rc;
     const char *pick = asked ? asked : spec->quant[0] ? spec->quant : NULL;
-    rc = rad_hub_fetch(hub, spec->repo, spec->revision, pick, asked ? NULL : spec->file, &got);
+    rc = rad_hub_fetch(hub, spec->repo, spec->revision, pick, file, &got);
     rad_hub_close(hub);
     if (rc) return rc;
     snprintf(out->commit, sizeof out->commit, "%s", got.commit);
     out->downloaded = got.n_downloaded;
-    if (got.kind == RAD_REPO_GGUF) {
-        rc = rad_error_set(RAD_E_UNSUPPORTED,
-                           "%s: downloaded %s into the cache, but converting or running GGUF models is not "
-                           "available yet; use a safetensors repository of the model",
-                           spec->name, got.gguf_path);
-        rad_hub_fetch_free(&got);
-        return rc;
-    }
-    const char *quant = asked ? asked : spec->quant[0] ? spec->quant : RAD_DEFAULT_QUANT;
-    snprintf(out->quant, sizeof out->quant, "%s", quant);
-    if (!conversion_quant_ok(quant)) {
-        rc =
-            rad_error_set(RAD_E_ARG, "%s: quant '%s': a safetensors model converts to f32, f16, bf16 or q8_0",
-                          spec->name, quant);
-        rad_hub_fetch_free(&got);
-        return rc;
-    }
-    /* Converted from this very commit already: nothing to do. */
     int64_t last_used = o->pull ? 0 : (int64_t)time(NULL);
-    if (find_usable(store, spec->name, quant, &row) == RAD_OK) {
+
+    const char *quant;
+    if (got.kind == RAD_REPO_GGUF)
+        quant = got.quant;
+    else if ((rc = conversion_quant(spec->name, asked ? asked : spec->quant[0] ? spec->quant : RAD_DEFAULT_QUANT,
+                                    &quant))) {
+        rad_hub_fetch_free(&got);
+        return rc;
+    }
+    snprintf(out->quant, sizeof out->quant, "%s", quant);
+
+    /* Converted (or recorded) from this very commit already: nothing to do. */
+    if ((rc = find_usable(store, spec->name, quant, &row)) == RAD_OK) {
         int same = strcmp(row.commit_sha, got.commit) == 0;
         if (same) {
             if (!o->pull) rad_store_touch(store, row.name, row.quant);
@@ -511,10 +673,16 @@ static int resolve_hub(RadStore *store, const RadModelSpec *spec, const RadResol
             rad_hub_fetch_free(&got);
             return RAD_OK;
         }
+    } else if (rc != RAD_E_NOTFOUND) {
+        rad_hub_fetch_free(&got);
+        return rc;
     }
     rad_error_clear();
-    rc = convert_into_store(store, o, got.snapshot, spec->name, quant, spec->repo, spec->revision, got.commit,
-                            last_used, out);
+    if (got.kind == RAD_REPO_GGUF)
+        rc = record_gguf(store, spec, o, &got, last_used, out);
+    else
+        rc = convert_into_store(store, o, got.snapshot, spec->name, quant, spec->repo, spec->revision, got.commit,
+                                last_used, out);
     rad_hub_fetch_free(&got);
     return rc;
 }

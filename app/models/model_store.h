@@ -11,11 +11,13 @@
 ** The `models` table (one row per converted model; docs/HUB.md):
 **
 **   name       TEXT     the spec's name: an alias, "hf:ORG/REPO[@REV]", or a folder's path
-**   quant      TEXT     the encoding converted to: f32, f16, bf16, q8_0
+**   quant      TEXT     the quant: an encoding or recipe converted to (q4_k_m, q8_0, bf16,
+**                       ...), or a GGUF's own ("Q4_K_M", as its file name says it)
 **   source     TEXT     "ORG/REPO", or the folder converted
 **   revision   TEXT     the revision asked for ("main"); '' for a folder
 **   commit_sha TEXT     the commit converted (40 hex); '' for a folder
-**   file       TEXT     the .rad file, relative to the store folder (unique)
+**   file       TEXT     the .rad file, relative to the store folder (unique); for a GGUF
+**                       run in place, "cache:TAG:" + its absolute path in the HF cache
 **   size       INTEGER  bytes of the .rad file
 **   sha256     TEXT     digest of the .rad file, hex
 **   created    INTEGER  unix seconds of the conversion
@@ -33,8 +35,8 @@
 /* ------------------------------------------------------------ resolving */
 
 typedef struct RadResolveOptions {
-    const char *quant;      /* NULL: the spec's ":QUANT", else the alias's, else bf16 (safetensors) or
-                            ** Q4_K_M (GGUF) */
+    const char *quant;      /* NULL: the spec's ":QUANT", else the alias's, else q4_k_m (safetensors)
+                            ** or Q4_K_M, then Q8_0 (GGUF) */
     int offline;            /* 1: never use the network (HF_HUB_OFFLINE=1 does the same) */
     int quiet;              /* 1: no progress lines */
     int pull;               /* 0 (run): a model already converted is used as it is, with no request,
@@ -64,15 +66,15 @@ typedef struct RadResolved {
 **     with o->pull) it is fetched into the Hugging Face cache (hub.h: a
 **     cold cache downloads, a warm one makes no request for a pinned
 **     commit, offline never does), converted with rad_convert_hf and
-**     recorded; a GGUF repository is downloaded and then refused:
-**     converting GGUF is not available yet;
-**   - a .gguf path is refused for the same reason.
+**     recorded; a GGUF repository is not converted: its file is checked,
+**     recorded and returned where the cache holds it (no second copy);
+**   - a GGUF path is returned as it is (the engine maps it). 
 **
 ** o may be NULL (the defaults: run, online, progress on stderr).  On
 ** success *rad_path is a malloc'd absolute path the caller frees.
 ** Returns 0, or RAD_E_ARG (a malformed spec or quant), RAD_E_NOTFOUND
 ** (no such alias, path, repository or revision; offline and not cached),
-** RAD_E_UNSUPPORTED (GGUF), RAD_E_FORMAT (a hostile listing, a hash
+** RAD_E_UNSUPPORTED (a model no plugin serves), RAD_E_FORMAT (a hostile listing, a hash
 ** mismatch, a checkpoint the converter refuses), RAD_E_IO (network,
 ** access, disk) or RAD_E_NOMEM, with a one-line message naming the model,
 ** the file or URL, and what to do. */
@@ -100,6 +102,16 @@ typedef struct RadStoredModel {
 ** XDG_DATA_HOME nor HOME), RAD_E_IO (naming the file) or RAD_E_NOMEM. */
 int rad_store_open(RadStore **out);
 void rad_store_close(RadStore *s);
+
+/* The same, without making anything: when no database exists yet the store
+** is empty (find says not found, list gives nothing) and no folder, file or
+** HOME is created.  For the commands that only read (list, show, rm). */
+int rad_store_open_existing(RadStore **out);
+
+/* A row's file that is not in the store but in the Hugging Face cache (a
+** GGUF run in place) is written "cache:TAG:/absolute/path": the path, or
+** NULL for a file of the store. */
+const char *rad_store_cache_path(const char *file);
 
 /* The store folder ($XDG_DATA_HOME/radiance). */
 const char *rad_store_dir(const RadStore *s);

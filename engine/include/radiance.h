@@ -40,6 +40,13 @@ typedef struct RadEngineOptions {
     int no_prefix_cache;        /* 1: never share prompt blocks between sequences */
     int64_t mem_budget;         /* bytes the model may keep in memory; 0 = the smaller of the memory
                                 ** available and the cgroup's limit, less a floor (docs/RESIDENCY.md) */
+    /* Fields added for opening models fast and visibly (app/models/model_open.c): */
+    const char *tokenizer_cache; /* folder of prepared GGUF tokenizers (formats/tokenizer_cache.h);
+                                 ** NULL: build a GGUF's tokenizer from its metadata every time */
+    void (*progress)(void *arg, const char *stage); /* called as rad_engine_open enters each stage
+                                 ** ("reading", "tokenizer", "plugins", "planning", "weights");
+                                 ** NULL: not called */
+    void *progress_arg;
 } RadEngineOptions;
 
 /* Open and prepare a model: load the kernel libraries and the plugin for its
@@ -141,14 +148,21 @@ void rad_engine_stats(const RadEngine *e, RadEngineStats *out);
 void rad_engine_print_graph(const RadEngine *e, FILE *f);
 void rad_engine_print_plan(const RadEngine *e, FILE *f);
 
-/* Conversion of a Hugging Face folder into a .rad container at `quant`
-** ("f32", "f16", "bf16", "q8_0"), driven by the plugin's name map.  Writes
-** nothing at out_path unless it succeeds.  Progress lines go to `log`. */
+/* Conversion of a Hugging Face folder into a .rad container at `quant`, any
+** case: an encoding ("f32", "f16", "bf16", "q8_0", "q4_k", "q4_0") or one of
+** llama.cpp's recipes ("q4_k_m", "q4_k_s", "q5_k_m", "q5_k_s", "q6_k"),
+** driven by the plugin's name map.  Writes nothing at out_path unless it
+** succeeds.  Progress lines go to `log`. */
 int rad_convert_hf(const char *dir, const char *out_path, const char *quant,
                    const char *plugin_dir, FILE *log);
 /* The same, recording `name` as the model's name (NULL: the folder's name). */
 int rad_convert_hf_named(const char *dir, const char *out_path, const char *quant,
                          const char *plugin_dir, const char *name, FILE *log);
+
+/* The canonical (lower-case) spelling of a --quant rad_convert_hf takes,
+** or NULL; and the list of them, for messages. */
+const char *rad_convert_quant_canonical(const char *quant);
+const char *rad_convert_quant_list(void);
 
 /* A GGUF file (all parts of a split set) into a .rad, tensors copied as
 ** stored: nothing is requantized. */

@@ -4,10 +4,12 @@
 ** A converted model carries its tokenizer in the container, in the compact
 ** form (blob "tokenizer.bin") that loads without parsing JSON.  Containers
 ** written before that blob existed, bare tokenizer.json files and GGUF files
-** are imported on the spot.
+** are imported on the spot.  Files are told apart by their first bytes, not
+** their names.
 */
 #include "rad_text.h"
 #include "../../formats/gguf.h"
+#include "../../formats/gguf_container.h"
 #include "../../formats/rad_container.h"
 #include "../../formats/tokenizer_gguf.h"
 
@@ -67,8 +69,12 @@ static char *read_file(const char *path, size_t *len)
 int rad_text_open_path(const char *path, RadText **out)
 {
     *out = NULL;
-    size_t n = strlen(path);
-    if (n >= 5 && strcmp(path + n - 5, ".gguf") == 0) {
+    /* A model is known by its first bytes (a GGUF blob has no extension);
+    ** anything else is a tokenizer.json.  A FIFO or device is refused here,
+    ** before a read could block. */
+    int kind = rad_model_file_kind(path);
+    if (kind < 0) return kind;
+    if (kind == RAD_FILE_GGUF) {
         RadGguf *g = NULL;
         int rc = rad_gguf_open(path, &g);
         if (rc) return rc;
@@ -77,7 +83,7 @@ int rad_text_open_path(const char *path, RadText **out)
         rad_gguf_close(g);
         return rc ? rc : rad_text_create(data, out);
     }
-    if (n >= 4 && strcmp(path + n - 4, ".rad") == 0) {
+    if (kind == RAD_FILE_RAD) {
         RadContainer *c = NULL;
         int rc = rad_container_open(path, &c);
         if (rc) return rc;

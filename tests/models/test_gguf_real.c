@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "quantize_recipe.h"
 #include "text/rad_text.h"
 #include "tokenizer.h"
 #include "tokenizer_gguf.h"
@@ -254,6 +255,28 @@ static RadText *runtime_for(const char *file)
 
 /* SmolLM2's GGUF tokenizer gives HF's ids (all three modes) and decodes back, on the whole conformance
  * corpus. */
+/* Our Q4_K_M recipe (formats/quantize_recipe.c) gives every tensor of the
+** Gemma 3 file the encoding llama.cpp's llama-quantize gave it. */
+static void test_gemma3_q4_k_m_recipe(void **state)
+{
+    (void)state;
+    const char *path = real_file(GEMMA3);
+    RadGguf *g = NULL;
+    assert_int_equal(rad_gguf_open(path, &g), 0);
+    int tied = rad_gguf_find_tensor(g, "output.weight") == NULL, checked = 0;
+    for (int i = 0; i < rad_gguf_n_tensors(g); i++) {
+        const RadGgufTensor *t = rad_gguf_tensor(g, i);
+        RadRecipeTensor r = {t->name, t->n_dims, t->ne[0], 18, 0, tied};
+        int want = rad_quant_recipe_enc("q4_k_m", &r);
+        if (want != t->enc)
+            fail_msg("%s: the recipe says %s, llama-quantize wrote %s", t->name, rad_encoding_info(want)->name,
+                     rad_encoding_info(t->enc)->name);
+        checked++;
+    }
+    assert_int_equal(checked, 236);
+    rad_gguf_close(g);
+}
+
 static void test_smollm2_ids(void **state)
 {
     (void)state;
@@ -285,6 +308,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_smollm2_structure),
         cmocka_unit_test(test_gemma3_structure),
+        cmocka_unit_test(test_gemma3_q4_k_m_recipe),
         cmocka_unit_test(test_smollm2_ids),
         cmocka_unit_test(test_gemma3_ids),
     };

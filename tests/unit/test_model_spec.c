@@ -1,8 +1,9 @@
 /*
 ** test_model_spec.c: model specs (app/models/model_spec.c): hf:ORG/REPO[@REV][:QUANT],
-** aliases from TSV files, local paths, the names refused, and the choice
-** of files from a repository listing (safetensors, shards, GGUF quants and
-** split parts).
+** hf.co/ORG/REPO and the other spellings, aliases from TSV files, local
+** paths known by content, the names refused, and the choice of files from
+** a repository listing (safetensors, shards, GGUF quants, the defaults, the
+** ambiguous and the missing, split parts).
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -324,15 +325,121 @@ static void test_select_gguf(void **state)
     assert_string_equal(chosen(&t, &s), "sub/a-Q4_K_M.gguf");
     rad_selection_free(&s);
 
-    assert_int_equal(rad_model_select(&t, "Q4_XS", NULL, "t", &s),
+    assert_int_equal(rad_model_select(&t, "Q4_XS", NULL, "org/x@abc", &s),
                      RAD_E_NOTFOUND); /* IQ4_XS is another quant */
-    assert_non_null(strstr(rad_error_message(), "files here: "));
-    assert_non_null(strstr(rad_error_message(), "a-Q8_0.gguf"));
+    /* the quants there are, by name, and the spelling that picks one */
+    assert_non_null(strstr(rad_error_message(), "the quants here: IQ4_XS, Q4_K, Q4_K_M, Q5_K_M, Q6_K, Q8_0"));
+    assert_non_null(strstr(rad_error_message(), "hf:org/x:QUANT"));
     assert_null(strstr(rad_error_message(), "mmproj"));
     assert_int_equal(rad_model_select(&t, "Q6_K", NULL, "t", &s), RAD_E_NOTFOUND); /* a part is missing */
     assert_non_null(strstr(rad_error_message(), "split in 2 parts but 1 are listed"));
     assert_int_equal(rad_model_select(&t, "mmproj", NULL, "t", &s), RAD_E_NOTFOUND);
+    assert_int_equal(rad_model_select(&t, NULL, "b-Q5_K_M-00002-of-00003.gguf", "t", &s), RAD_E_NOTFOUND);
+    assert_non_null(strstr(rad_error_message(), "named by its part 1"));
     rad_hf_tree_free(&t);
+
+    /* No Q4_K_M: Q8_0 (llama.cpp's second choice); neither: the only model,
+    ** else a refusal that lists the quants. */
+    static const char *const q8[] = {"m-Q2_K.gguf", "m-Q8_0.gguf", "mmproj-m-F16.gguf", "m.imatrix.gguf"};
+    listing(&t, q8, 4);
+    assert_int_equal(rad_model_select(&t, NULL, NULL, "t", &s), 0);
+    assert_string_equal(chosen(&t, &s), "m-Q8_0.gguf");
+    assert_string_equal(s.quant, "Q8_0");
+    rad_selection_free(&s);
+    rad_hf_tree_free(&t);
+    static const char *const one[] = {"README.md", "only-IQ3_XXS.gguf", "mmproj-only-F16.gguf"};
+    listing(&t, one, 3);
+    assert_int_equal(rad_model_select(&t, NULL, NULL, "t", &s), 0);
+    assert_string_equal(chosen(&t, &s), "only-IQ3_XXS.gguf");
+    assert_string_equal(s.quant, "IQ3_XXS");
+    rad_selection_free(&s);
+    rad_hf_tree_free(&t);
+    static const char *const many[] = {"m-Q2_K.gguf", "m-Q3_K_S.gguf", "a/m-Q5_K_M.gguf", "b/m-Q5_K_M.gguf"};
+    listing(&t, many, 4);
+    assert_int_equal(rad_model_select(&t, NULL, NULL, "org/m@abc", &s), RAD_E_NOTFOUND);
+    assert_non_null(strstr(rad_error_message(), "several GGUF models and none is Q4_K_M or Q8_0"));
+    assert_non_null(strstr(rad_error_message(), "Q2_K, Q3_K_S, Q5_K_M"));
+    assert_int_equal(rad_model_select(&t, "q5_k_m", NULL, "org/m@abc", &s), RAD_E_NOTFOUND);
+    assert_non_null(strstr(rad_error_message(), "matches several files: a/m-Q5_K_M.gguf, b/m-Q5_K_M.gguf"));
+    assert_non_null(strstr(rad_error_message(), "hf:org/m:a/m-Q5_K_M.gguf"));
+    assert_int_equal(rad_model_select(&t, NULL, "b/m-Q5_K_M.gguf", "t", &s), 0); /* a file settles it */
+    assert_string_equal(s.quant, "Q5_K_M");
+    rad_selection_free(&s);
+    rad_hf_tree_free(&t);
+
+    char tag[32];
+    rad_model_gguf_tag("sub/Qwen3-0.6B-Q8_0.gguf", tag, sizeof tag);
+    assert_string_equal(tag, "Q8_0");
+    rad_model_gguf_tag("x.q4_k_m-00001-of-00002.gguf", tag, sizeof tag);
+    assert_string_equal(tag, "Q4_K_M");
+    rad_model_gguf_tag("plain.gguf", tag, sizeof tag);
+    assert_string_equal(tag, "PLAIN");
+}
+
+/* The spellings people bring: hf.co/ and huggingface.co/ (ollama's), a
+** GGUF file as the quant, a bare ORG/REPO (refused with the hub spelling as
+** the hint); a local file by its content, keeping a symlink's own name; a
+** FIFO refused before anything opens it. */
+static void test_spellings(void **state)
+{
+    (void)state;
+    RadModelSpec *s = malloc(sizeof *s);
+    assert_int_equal(parse("hf.co/bartowski/Model-GGUF:Q4_K_M", s), 0);
+    assert_int_equal(s->kind, RAD_SPEC_HUB);
+    assert_string_equal(s->repo, "bartowski/Model-GGUF");
+    assert_string_equal(s->quant, "Q4_K_M");
+    assert_string_equal(s->name, "hf:bartowski/Model-GGUF"); /* one model, however it was spelt */
+    assert_int_equal(parse("https://huggingface.co/Org/Repo@v2", s), 0);
+    assert_string_equal(s->repo, "Org/Repo");
+    assert_string_equal(s->revision, "v2");
+    assert_int_equal(parse("hf:Org/Repo:sub/model-Q8_0.gguf", s), 0);
+    assert_string_equal(s->file, "sub/model-Q8_0.gguf");
+    assert_string_equal(s->quant, "");
+    assert_int_equal(s->quant_from_spec, 1);
+    assert_int_equal(parse("hf:Org/Repo:../x.gguf", s), RAD_E_ARG);
+
+    assert_int_equal(parse("Qwen/Qwen3-0.6B", s), RAD_E_NOTFOUND);
+    assert_non_null(strstr(rad_error_message(), "Qwen/Qwen3-0.6B: no such file or folder"));
+    assert_non_null(strstr(rad_error_message(), "hf:Qwen/Qwen3-0.6B"));
+    assert_int_equal(parse("./Qwen/Qwen3-0.6B", s), RAD_E_NOTFOUND); /* a path: no hint */
+    assert_null(strstr(rad_error_message(), "hf:"));
+
+    char blob[400], link[400], fifo[400];
+    snprintf(blob, sizeof blob, "%s/sha256-0123abcd", tmpdir);
+    write_file(blob, "GGUF\3\0\0\0");
+    assert_int_equal(parse(blob, s), 0);
+    assert_int_equal(s->kind, RAD_SPEC_GGUF); /* known by its bytes */
+    snprintf(link, sizeof link, "%s/model-00001-of-00002.gguf", tmpdir);
+    assert_int_equal(symlink(blob, link), 0);
+    assert_int_equal(parse(link, s), 0);
+    assert_string_equal(s->path, link); /* the link's name, which finds the other parts */
+    snprintf(fifo, sizeof fifo, "%s/x.gguf", tmpdir);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    assert_int_equal(parse(fifo, s), RAD_E_FORMAT);
+    assert_non_null(strstr(rad_error_message(), "not a regular file"));
+    free(s);
+}
+
+/* RADIANCE_ALIASES is the first alias file; an XDG_CONFIG_HOME that is not
+** absolute is ignored (the XDG specification). */
+static void test_alias_files(void **state)
+{
+    (void)state;
+    char *files[6];
+    setenv("RADIANCE_ALIASES", "/x/aliases.tsv", 1);
+    setenv("XDG_CONFIG_HOME", "relative/config", 1);
+    setenv("HOME", "/home/someone", 1);
+    int n = rad_model_alias_files(files, 6);
+    assert_true(n >= 2);
+    assert_string_equal(files[0], "/x/aliases.tsv");
+    assert_string_equal(files[1], "/home/someone/.config/radiance/models.tsv");
+    for (int i = 0; i < n; i++) free(files[i]);
+    setenv("XDG_CONFIG_HOME", "/etc/xdg-config", 1);
+    n = rad_model_alias_files(files, 6);
+    assert_string_equal(files[1], "/etc/xdg-config/radiance/models.tsv");
+    for (int i = 0; i < n; i++) free(files[i]);
+    unsetenv("RADIANCE_ALIASES");
+    unsetenv("XDG_CONFIG_HOME");
 }
 
 int main(void)
@@ -344,6 +451,8 @@ int main(void)
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_select_safetensors),
         cmocka_unit_test(test_select_gguf),
+        cmocka_unit_test(test_spellings),
+        cmocka_unit_test(test_alias_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

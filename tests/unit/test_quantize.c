@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "quantize.h"
+#include "quantize_recipe.h"
 #include "rad_dequant.h"
 #include "rad_half.h"
 
@@ -367,6 +368,80 @@ static void test_kquant_vectors_byte_identical(void **state)
     assert_true(seen[0] >= 10 && seen[1] >= 10 && seen[2] >= 10);
 }
 
+/* Q4_K_M on Gemma 3 270M's shapes (18 layers, hidden 640, 4 heads of 256,
+** 1 KV head, feed-forward 2048, head tied to the embedding) gives what
+** llama.cpp's llama-quantize wrote into gemma-3-270m-q4_k_m.gguf: 109 f32,
+** 81 q5_0, 27 q4_k, 10 q8_0, 9 q6_k (the fallbacks for rows of 640 do most
+** of it).  tests/models/test_gguf_real.c checks the same tensor by tensor
+** against the real file. */
+static void test_recipe_gemma3_270m(void **state)
+{
+    (void)state;
+    static const struct { const char *kind; int64_t cols; } layer[] = {
+        {"attn_q.weight", 640},   {"attn_k.weight", 640},  {"attn_v.weight", 640},   {"attn_output.weight", 1024},
+        {"ffn_gate.weight", 640}, {"ffn_up.weight", 640},  {"ffn_down.weight", 2048}, {"attn_norm.weight", 0},
+        {"post_attention_norm.weight", 0}, {"ffn_norm.weight", 0}, {"post_ffw_norm.weight", 0},
+        {"attn_q_norm.weight", 0}, {"attn_k_norm.weight", 0},
+    };
+    int count[RAD_ENC_COUNT + 1] = {0};
+    char name[64];
+    for (int l = 0; l < 18; l++)
+        for (size_t k = 0; k < sizeof layer / sizeof *layer; k++) {
+            snprintf(name, sizeof name, "blk.%d.%s", l, layer[k].kind);
+            RadRecipeTensor t = {name, layer[k].cols ? 2 : 1, layer[k].cols ? layer[k].cols : 640, 18, 0, 1};
+            count[rad_quant_recipe_enc("q4_k_m", &t)]++;
+        }
+    RadRecipeTensor embd = {"token_embd.weight", 2, 640, 18, 0, 1}, norm = {"output_norm.weight", 1, 640, 18, 0, 1};
+    count[rad_quant_recipe_enc("q4_k_m", &embd)]++;
+    count[rad_quant_recipe_enc("q4_k_m", &norm)]++;
+    assert_int_equal(count[RAD_ENC_F32], 109);
+    assert_int_equal(count[RAD_ENC_Q5_0], 81);
+    assert_int_equal(count[RAD_ENC_Q4_K], 27);
+    assert_int_equal(count[RAD_ENC_Q8_0], 10);
+    assert_int_equal(count[RAD_ENC_Q6_K], 9);
+}
+
+/* With rows the k-quants divide: which layers get more bits (8 layers:
+** 0, 3, 6 and 7, as use_more_bits says), the untied head q6_k, the
+** embedding the default; Q4_K_S's q5_k in the first layers; the names and
+** their case; what stays f32. */
+static void test_recipe_rules(void **state)
+{
+    (void)state;
+    char name[64], vname[64];
+    int more = 0;
+    for (int l = 0; l < 8; l++) {
+        snprintf(vname, sizeof vname, "blk.%d.attn_v.weight", l);
+        RadRecipeTensor v = {vname, 2, 256, 8, 0, 0};
+        int e = rad_quant_recipe_enc("q4_k_m", &v);
+        assert_true(e == RAD_ENC_Q6_K || e == RAD_ENC_Q4_K);
+        if (e == RAD_ENC_Q6_K) more |= 1 << l;
+        snprintf(name, sizeof name, "blk.%d.ffn_down.weight", l);
+        RadRecipeTensor d = {name, 2, 512, 8, 0, 0};
+        assert_int_equal(rad_quant_recipe_enc("q4_k_m", &d), e);
+        assert_int_equal(rad_quant_recipe_enc("q5_k_m", &d), e == RAD_ENC_Q6_K ? RAD_ENC_Q6_K : RAD_ENC_Q5_K);
+        assert_int_equal(rad_quant_recipe_enc("q4_k_s", &v), l < 4 ? RAD_ENC_Q5_K : RAD_ENC_Q4_K);
+        assert_int_equal(rad_quant_recipe_enc("q4_k_s", &d), l < 1 ? RAD_ENC_Q5_K : RAD_ENC_Q4_K);
+        assert_int_equal(rad_quant_recipe_enc("q5_k_s", &d), RAD_ENC_Q5_K);
+        assert_int_equal(rad_quant_recipe_enc("q6_k", &d), RAD_ENC_Q6_K);
+    }
+    assert_int_equal(more, 1 << 0 | 1 << 3 | 1 << 6 | 1 << 7);
+    RadRecipeTensor out = {"output.weight", 2, 256, 8, 0, 0}, embd = {"token_embd.weight", 2, 256, 8, 0, 0};
+    assert_int_equal(rad_quant_recipe_enc("q4_k_m", &out), RAD_ENC_Q6_K);
+    assert_int_equal(rad_quant_recipe_enc("q4_k_m", &embd), RAD_ENC_Q4_K);
+    embd.head_tied = 1;
+    assert_int_equal(rad_quant_recipe_enc("q4_k_m", &embd), RAD_ENC_Q6_K);
+    RadRecipeTensor odd = {"blk.0.attn_q.weight", 2, 48, 8, 0, 0};   /* 48: no 32-block */
+    assert_int_equal(rad_quant_recipe_enc("q4_k_m", &odd), RAD_ENC_F16);
+    RadRecipeTensor router = {"blk.0.ffn_gate_inp.weight", 2, 256, 8, 0, 0};
+    assert_int_equal(rad_quant_recipe_enc("q4_k_m", &router), RAD_ENC_F32);
+    RadRecipeTensor qkv = {"blk.0.attn_qkv.weight", 2, 256, 8, 0, 0};
+    assert_int_equal(rad_quant_recipe_enc("q4_k_m", &qkv), RAD_ENC_Q5_K);
+    assert_string_equal(rad_quant_recipe_name("Q4_K_M"), "q4_k_m");
+    assert_null(rad_quant_recipe_name("q4_k"));
+    assert_null(rad_quant_recipe_name("q3_k_m"));
+}
+
 /* Every quantizer's round-trip error on llama.cpp's test data 0.1 + 2cos(i + offset),
 ** by its metric sqrt(sum d^2) / n, is within llama.cpp's limit for its bit width. */
 static void test_round_trip_errors(void **state)
@@ -511,6 +586,8 @@ int main(void)
         cmocka_unit_test(test_quantize_supported),
         cmocka_unit_test(test_vectors_byte_identical),
         cmocka_unit_test(test_kquant_vectors_byte_identical),
+        cmocka_unit_test(test_recipe_gemma3_270m),
+        cmocka_unit_test(test_recipe_rules),
         cmocka_unit_test(test_round_trip_errors),
         cmocka_unit_test(test_quantize_edge_blocks),
         cmocka_unit_test(test_quantize_from_16bit),
