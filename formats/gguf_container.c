@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,10 +42,27 @@
 #include "tokenizer_cache.h"
 #include "tokenizer_gguf.h"
 
+/* What a GGUF container holds besides its tables: the file, and where its
+** tokenizer blob came from (the cache's mapping, or a malloc'd build). */
+typedef struct GgufHold {
+    RadGguf *g;
+    char *cache;           /* the tokenizer cache folder, or NULL */
+    unsigned char key[32]; /* the cache key, when `keyed` */
+    int keyed;
+    void *map;             /* the cache entry the blob points into, or NULL */
+    size_t map_len;
+} GgufHold;
+
 static void release(RadContainer *c)
 {
-    for (int i = 0; i < c->n_blobs; i++) free((void *)c->blobs[i].data);
-    rad_gguf_close((RadGguf *)c->release_arg);
+    GgufHold *h = c->release_arg;
+    if (!h) return;
+    for (int i = 0; i < c->n_blobs; i++)
+        if (!h->map) free((void *)c->blobs[i].data);
+    if (h->map) munmap(h->map, h->map_len);
+    rad_gguf_close(h->g);
+    free(h->cache);
+    free(h);
 }
 
 static int cmp_tensor(const void *a, const void *b)
@@ -186,29 +204,37 @@ static uint64_t first_part_data_start(const RadGguf *g)
     return start;
 }
 
-/* The tokenizer blob: from the cache when it has this file's, else built
-** from the metadata (and kept there). */
-static int add_tokenizer_blob(RadGguf *g, RadContainer *c, const char *path, const char *cache)
+/* The tokenizer built from the metadata, in its compact form (malloc'd);
+** kept in the cache when the container has a key for it. */
+static int build_tokenizer_blob(GgufHold *h, void **blob, size_t *len)
 {
-    if (!rad_gguf_get(g, "tokenizer.ggml.model")) return RAD_OK;       /* no tokenizer: ids only */
-    unsigned char key[32];
-    int keyed = cache && rad_tokcache_key(path, first_part_data_start(g), key) == RAD_OK;
+    RadTokenizer *t = NULL;
+    int rc = rad_tokenizer_from_gguf(h->g, &t);
+    if (rc) return rc;
+    rc = rad_tokenizer_serialize(t, blob, len);
+    rad_tokenizer_free(t);
+    if (!rc && h->keyed) rad_tokcache_put(h->cache, h->key, *blob, *len);
+    return rc;
+}
+
+/* The tokenizer blob: mapped from the cache when it has this file's, else
+** built from the metadata (and kept there). */
+static int add_tokenizer_blob(GgufHold *h, RadContainer *c, const char *path)
+{
+    if (!rad_gguf_get(h->g, "tokenizer.ggml.model")) return RAD_OK;       /* no tokenizer: ids only */
+    h->keyed = h->cache && rad_tokcache_key(path, first_part_data_start(h->g), h->key) == RAD_OK;
     void *blob = NULL;
+    const void *cached = NULL;
     size_t len = 0;
     int rc = RAD_OK;
-    if (!keyed || rad_tokcache_get(cache, key, &blob, &len) != RAD_OK) {
-        RadTokenizer *t = NULL;
-        rc = rad_tokenizer_from_gguf(g, &t);
-        if (rc) return rc;
-        rc = rad_tokenizer_serialize(t, &blob, &len);
-        rad_tokenizer_free(t);
-        if (rc) return rc;
-        if (keyed) rad_tokcache_put(cache, key, blob, len);
-    }
+    if (h->keyed && rad_tokcache_map(h->cache, h->key, &cached, &len, &h->map, &h->map_len) == RAD_OK)
+        blob = (void *)cached;
+    else if ((rc = build_tokenizer_blob(h, &blob, &len)))
+        return rc;
     c->blobs = calloc(1, sizeof *c->blobs);
     char *name = strdup("tokenizer.bin");
     if (!c->blobs || !name) {
-        free(blob);
+        if (!h->map) free(blob);
         free(name);
         return rad_error_set(RAD_E_NOMEM, "out of memory");
     }
@@ -231,13 +257,18 @@ int rad_container_open_gguf_cached(const char *path, const char *cache, RadConta
     int rc = rad_gguf_open(path, &g);
     if (rc) return rc;
     RadContainer *c = calloc(1, sizeof *c);
-    if (!c) {
+    GgufHold *hold = calloc(1, sizeof *hold);
+    if (!c || !hold || (cache && !(hold->cache = strdup(cache)))) {
+        if (hold) free(hold->cache);
+        free(hold);
+        free(c);
         rad_gguf_close(g);
         return rad_error_set(RAD_E_NOMEM, "out of memory");
     }
+    hold->g = g;
     c->path = strdup(path);
     c->release = release;
-    c->release_arg = g;
+    c->release_arg = hold;
     rad_meta_table_init(&c->meta);
 
     const char *arch = NULL;
@@ -265,13 +296,23 @@ int rad_container_open_gguf_cached(const char *path, const char *cache, RadConta
     if (!rc) qsort(c->tensors, (size_t)c->n_tensors, sizeof *c->tensors, cmp_tensor);
     if (!rc) rc = copy_scalars(g, &c->meta);
     if (!rc) rc = translate_meta(g, path, arch, &c->meta, rad_gguf_find_tensor(g, "output.weight") == NULL);
-    if (!rc) rc = add_tokenizer_blob(g, c, path, cache);
+    if (!rc) rc = add_tokenizer_blob(hold, c, path);
     if (rc) {
         rad_container_close(c);
         return rc;
     }
     *out = c;
     return RAD_OK;
+}
+
+int rad_container_gguf_rebuild_tokenizer(const RadContainer *c, void **blob, size_t *len)
+{
+    *blob = NULL;
+    *len = 0;
+    if (c->release != release || !c->release_arg) return RAD_E_NOTFOUND;
+    GgufHold *h = c->release_arg;
+    if (!h->map) return RAD_E_NOTFOUND; /* built here: rebuilding gives the same */
+    return build_tokenizer_blob(h, blob, len);
 }
 
 int rad_model_file_kind(const char *path)

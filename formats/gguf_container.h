@@ -17,6 +17,12 @@ int rad_container_open_gguf(const char *path, RadContainer **out);
 ** `tokenizer_cache` (tokenizer_cache.h); NULL builds it from the metadata. */
 int rad_container_open_gguf_cached(const char *path, const char *tokenizer_cache, RadContainer **out);
 
+/* The tokenizer blob of a GGUF container whose blob came from the tokenizer
+** cache, built again from the metadata (and put back in the cache): for a
+** reader whose load of the cached blob failed.  *blob is malloc'd.  Returns
+** 0, RAD_E_NOTFOUND (not such a container), or the import's error. */
+int rad_container_gguf_rebuild_tokenizer(const RadContainer *c, void **blob, size_t *len);
+
 /* What kind of file `path` is, by its first bytes, never by its name (a
 ** Hugging Face blob, an ollama blob or a copy has none): RAD_FILE_GGUF,
 ** RAD_FILE_RAD, or RAD_FILE_OTHER (a regular file with neither magic; no

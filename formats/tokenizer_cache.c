@@ -5,7 +5,6 @@
 #include "tokenizer_cache.h"
 
 #include "rad_types.h"
-#include "tokenizer.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -17,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,10 +99,13 @@ static void entry_name(const unsigned char key[32], char name[70])
     memcpy(name + 64, ".tok", 5);
 }
 
-int rad_tokcache_get(const char *dir, const unsigned char key[32], void **blob, size_t *len)
+int rad_tokcache_map(const char *dir, const unsigned char key[32], const void **blob, size_t *len, void **map,
+                     size_t *map_len)
 {
     *blob = NULL;
     *len = 0;
+    *map = NULL;
+    *map_len = 0;
     char name[70], *path = NULL;
     entry_name(key, name);
     if (!dir || asprintf(&path, "%s/%s", dir, name) < 0) return RAD_E_NOTFOUND;
@@ -111,34 +114,25 @@ int rad_tokcache_get(const char *dir, const unsigned char key[32], void **blob, 
     free(path);
     if (fd < 0) return RAD_E_NOTFOUND;
     struct stat st;
-    unsigned char head[ENTRY_HEADER], *data = NULL;
     uint64_t n = 0;
-    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= ENTRY_HEADER &&
-             pread(fd, head, ENTRY_HEADER, 0) == ENTRY_HEADER && memcmp(head, ENTRY_MAGIC, 8) == 0 &&
-             memcmp(head + 8, key, 32) == 0;
-    if (ok) {
-        memcpy(&n, head + 40, 8);
-        ok = n > 0 && n <= MAX_BLOB && (uint64_t)st.st_size == ENTRY_HEADER + n && (data = malloc((size_t)n));
-    }
-    for (uint64_t at = 0; ok && at < n;) {
-        ssize_t got = pread(fd, data + at, (size_t)(n - at), (off_t)(ENTRY_HEADER + at));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) ok = 0;
-        else at += (uint64_t)got;
-    }
-    /* The blob is ours only once it loads: tokenizer_store.c checks it all. */
-    RadTokenizer *t = NULL;
-    if (ok && rad_tokenizer_load(data, (size_t)n, name, &t) != RAD_OK) ok = 0;
-    rad_tokenizer_free(t);
-    rad_error_clear();
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > ENTRY_HEADER &&
+        (uint64_t)st.st_size <= MAX_BLOB + ENTRY_HEADER)
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    const unsigned char *head = m != MAP_FAILED ? m : NULL;
+    if (head) memcpy(&n, head + 40, 8);
+    int ok = head && memcmp(head, ENTRY_MAGIC, 8) == 0 && memcmp(head + 8, key, 32) == 0 &&
+             (uint64_t)st.st_size == ENTRY_HEADER + n;
     if (ok) futimens(fd, NULL); /* most recently used; fails harmlessly when read-only */
     close(fd);
     if (!ok) {
-        free(data);
+        if (head) munmap(m, (size_t)st.st_size);
         return RAD_E_NOTFOUND;
     }
-    *blob = data;
+    *blob = head + ENTRY_HEADER;
     *len = (size_t)n;
+    *map = m;
+    *map_len = (size_t)st.st_size;
     return RAD_OK;
 }
 

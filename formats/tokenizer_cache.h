@@ -14,8 +14,9 @@
 ** first part up to its tensor data (header, every metadata key and value,
 ** the tensor table): the same file under any name, path or link shares an
 ** entry, a changed file or another build of radiance never meets an old
-** one.  An entry is used only after the blob loads (tokenizer_store.c checks
-** every byte), so a damaged or foreign file is rebuilt, not trusted.
+** one.  An entry is mapped, not read, and its blob is checked by the loader
+** that uses it (tokenizer_store.c checks every count, offset and id), so a
+** damaged or foreign file is rebuilt, not trusted.
 **
 ** The cache is an optimisation and never an error: a folder that cannot be
 ** made or written, a link where an entry should be (never followed), a full
@@ -36,10 +37,14 @@
 ** (the file cannot be read) with no message set. */
 int rad_tokcache_key(const char *path, uint64_t data_start, unsigned char key[32]);
 
-/* The blob cached under `key` in `dir`, malloc'd into *blob (free it), after
-** it passed rad_tokenizer_load.  0 on a hit; RAD_E_NOTFOUND otherwise (a
-** miss, an unreadable or damaged entry), never with a message. */
-int rad_tokcache_get(const char *dir, const unsigned char key[32], void **blob, size_t *len);
+/* The blob cached under `key` in `dir`, mapped read-only: *blob and *len
+** point into the mapping *map of *map_len bytes (munmap it when done).  0
+** on a hit; RAD_E_NOTFOUND otherwise (a miss, an unreadable entry, one whose
+** header or size is wrong), never with a message.  The blob itself is
+** checked by its reader (rad_tokenizer_load, which refuses any damage), and
+** a caller whose load fails rebuilds and puts a fresh entry. */
+int rad_tokcache_map(const char *dir, const unsigned char key[32], const void **blob, size_t *len, void **map,
+                     size_t *map_len);
 
 /* Keep `blob` under `key` in `dir` (made when missing, its parent must
 ** exist).  Best effort: failures are silent and leave no file behind. */

@@ -27,6 +27,15 @@ int rad_text_from_container(const RadContainer *c, RadText **out)
     int rc;
     if (blob) {
         rc = rad_tokenizer_load(blob, (size_t)size, c->path, &data);
+        /* A GGUF's blob from the tokenizer cache that does not load (a
+        ** damaged entry) is built again from the file, not trusted. */
+        void *fresh = NULL;
+        size_t fresh_len = 0;
+        if (rc && rad_container_gguf_rebuild_tokenizer(c, &fresh, &fresh_len) == RAD_OK) {
+            rad_error_clear();
+            rc = rad_tokenizer_load(fresh, fresh_len, c->path, &data);
+            free(fresh);
+        }
     } else {
         const char *json = rad_container_blob(c, "tokenizer.json", &size);
         const char *config = rad_container_blob(c, "tokenizer_config.json", &config_size);
