@@ -270,7 +270,8 @@ $(OPS_TESTS): $(wildcard tests/ops/*.h)
 # flags by the cpu rule above), the CPUID probe, the quantizers that make
 # its weights and the GGUF reader for real model rows.
 KQ_TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard kernels/cpu/dot_kquants*.c kernels/cpu/act_q8k*.c) \
-    kernels/cpu/cpu_features.c formats/quantize.c formats/quantize_kquants.c formats/gguf.c formats/file_access.c)
+    kernels/cpu/cpu_features.c formats/quantize.c formats/quantize_kquants.c formats/quantize_kref.c formats/gguf.c \
+    formats/file_access.c)
 $(BUILD)/tests/ops/test_cpu_kquants: $(KQ_TEST_OBJ) $(wildcard kernels/cpu/*.h)
 $(BUILD)/tests/ops/test_cpu_kquants: TESTLIBS = $(KQ_TEST_OBJ) -lcmocka $(LDLIBS)
 
@@ -282,14 +283,15 @@ $(BUILD)/tests/ops/test_cpu_kquants: TESTLIBS = $(KQ_TEST_OBJ) -lcmocka $(LDLIBS
 # cross-builds cpu.so and the test with aarch64-linux-gnu-gcc into
 # build/neon/ and runs them under qemu-user (Debian: gcc-aarch64-linux-gnu,
 # libc6-dev-arm64-cross, qemu-user).
-CPU_TEST_OBJ := $(BUILD)/obj/formats/quantize.o $(BUILD)/obj/formats/quantize_kquants.o
+CPU_TEST_OBJ := $(BUILD)/obj/formats/quantize.o $(BUILD)/obj/formats/quantize_kquants.o \
+    $(BUILD)/obj/formats/quantize_kref.o
 $(BUILD)/tests/ops/test_cpu: $(CPU_TEST_OBJ)
 $(BUILD)/tests/ops/test_cpu: TESTLIBS = $(CPU_TEST_OBJ) -lpthread -ldl -lm
 
 NEON_BUILD ?= $(BUILD)/neon
 NEON_CC    ?= aarch64-linux-gnu-gcc
 NEON_SRC   := tests/ops/test_cpu.c $(filter-out base/encoding.c,$(REF_SRC)) base/encoding.c base/error.c \
-    formats/quantize.c formats/quantize_kquants.c
+    formats/quantize.c formats/quantize_kquants.c formats/quantize_kref.c
 $(BUILD)/tests/ops/test_cpu_neon: $(NEON_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(NEON_SRC) -lpthread -ldl -lm
