@@ -6,7 +6,7 @@ tests/unit/test_quantize.c.
 
 ggml is the oracle, called through ctypes in its own shared library:
 
-    python3 tests/unit/make_kquant_vectors.py --ggml /work/llamacpp/build-native/bin/libggml-base.so \
+    python3 tests/unit/make_kquant_vectors.py --ggml LLAMA_CPP_BUILD/bin/libggml-base.so \
         > tests/unit/kquant_vectors.h
 
 The rows are chosen to reach every branch of the search: Gaussian rows at
