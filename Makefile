@@ -23,16 +23,19 @@ WARN     = -Wall -Wextra -Wno-missing-field-initializers
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Ibase -fPIC $(WARN) $(CFLAGS) $(SAN)
 LDLIBS   = -ljansson -lpcre2-8 -lutf8proc -lcurl -lsqlite3 -lcrypto -lzstd -lreadline -lncursesw -lmd4c -lpthread -ldl -lm
 TESTLIBS = -lcmocka $(LDLIBS)
-TEST_INC = -Iformats -Iengine -Ikernels/ref
+TEST_INC = -Iformats -Iengine -Ikernels/ops
 
 CORE_SRC := $(wildcard base/*.c formats/*.c engine/*.c engine/text/*.c)
 APP_SRC  := $(wildcard app/*.c app/*/*.c)
-REF_SRC  := $(wildcard kernels/ref/*.c) base/encoding.c
+# The op vocabulary, its checks and the encodings' decoders (kernels/ops)
+# are compiled into every kernel library.
+OPS_SRC  := $(wildcard kernels/ops/*.c)
+REF_SRC  := $(wildcard kernels/ref/*.c) $(OPS_SRC) base/encoding.c
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 # Plugins and kernel libraries depend on the ABI headers only, so editing an
 # app header does not relink a plugin under a running test.
-ABI_HEADERS := $(wildcard base/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ref/*.h)
+ABI_HEADERS := $(wildcard base/*.h engine/include/*.h arch/*.h arch/common/*.h kernels/*.h kernels/ops/*.h kernels/ref/*.h)
 HEADERS  := $(ABI_HEADERS) $(wildcard formats/*.h engine/*.h engine/text/*.h app/*.h app/*/*.h)
 
 QUANTS   := f32 f16 bf16 q8_0 q4_0 q4_k gguf
@@ -94,7 +97,7 @@ $(BUILD)/plugins/kernels/ref.so: $(REF_SRC) $(ABI_HEADERS)
 # the file's suffix (_avx2.c, _avx512.c, _neon.c; no suffix: portable C).
 # An ISA file guards its body with the target architecture, so the same
 # list builds for x86-64 and, with CC=aarch64-linux-gnu-gcc, for arm64.
-# The library also carries ref's schema table and decoders.
+# The library also carries kernels/ops (schemas, decoders).
 TARGET_ARCH_NAME := $(shell $(CC) -dumpmachine 2>/dev/null)
 ifneq (,$(findstring x86_64,$(TARGET_ARCH_NAME)))
 ISA_avx2   = -mavx2 -mfma -mf16c
@@ -107,7 +110,7 @@ cpu_isa_flags = $(if $(findstring _avx512.c,$1),$(ISA_avx512),$(if $(findstring 
 CPU_OPT  ?= -O3
 CPU_SRC  := $(wildcard kernels/cpu/*.c)
 CPU_OBJ  := $(CPU_SRC:%.c=$(BUILD)/obj/%.o)
-CPU_SHARED_SRC := kernels/ref/schemas.c kernels/ref/dequant.c kernels/ref/dequant_kquants.c base/encoding.c
+CPU_SHARED_SRC := $(OPS_SRC) base/encoding.c
 $(BUILD)/obj/kernels/cpu/%.o: kernels/cpu/%.c $(ABI_HEADERS) $(wildcard kernels/cpu/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CPU_OPT) $(call cpu_isa_flags,$<) -c $< -o $@
@@ -256,10 +259,10 @@ $(APP_LOGIC_TESTS): TESTLIBS = $(BUILD)/libradapp.a -lcmocka $(LDLIBS)
 
 # ------------------------------------------- quantizers under unit test
 # tests/unit/test_quantize.c decodes what it quantizes with the reference
-# decoders (kernels/ref/dequant*.c, not in the core library) and checks
+# decoders (kernels/ops/dequant*.c, not in the core library) and checks
 # bytes against tests/ops/encoding_vectors.h.  The ops tests include their
 # tests/ops/*.h parts.
-QUANT_TEST_OBJ := $(BUILD)/obj/kernels/ref/dequant.o $(BUILD)/obj/kernels/ref/dequant_kquants.o
+QUANT_TEST_OBJ := $(BUILD)/obj/kernels/ops/dequant.o $(BUILD)/obj/kernels/ops/dequant_kquants.o
 $(BUILD)/tests/unit/test_quantize: $(QUANT_TEST_OBJ) tests/ops/encoding_vectors.h
 $(BUILD)/tests/unit/test_quantize: TESTLIBS = $(QUANT_TEST_OBJ) -lcmocka $(LDLIBS)
 $(OPS_TESTS): $(wildcard tests/ops/*.h)

@@ -79,7 +79,9 @@ static inline rad_op rad_attn_rope(RadBuilder *b, const RadAttnConfig *c, int n_
                                        RAD_INT("scaling", r->scaling), RAD_FLOAT("factor", r->factor),
                                        RAD_FLOAT("low_freq_factor", r->low_freq_factor),
                                        RAD_FLOAT("high_freq_factor", r->high_freq_factor),
-                                       RAD_INT("orig_ctx", r->orig_ctx)),
+                                       RAD_INT("orig_ctx", r->orig_ctx), RAD_FLOAT("beta_fast", 0),
+                                       RAD_FLOAT("beta_slow", 0), RAD_FLOAT("attn_factor", 0),
+                                       RAD_INT("truncate", 1)),
                             factors, r->has_freq_factors ? 1 : 0);
     rad_op_reads(b, op, RAD_BUFS(x, pos));
     rad_op_writes(b, op, RAD_BUFS(x));

@@ -30,7 +30,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../ref/ref_internal.h"
+#include "../ops/rad_op_checks.h"
 #include "cpu_internal.h"
 
 #define ROW_ALIGN 64                    /* converted rows start on cache lines */
@@ -80,12 +80,12 @@ size_t cpu_logits_gemm_scratch(const RadKernelArgs *a)
 
 /* ------------------------------------------------------------ checks */
 
-/* ref's checks and codes (kernels/ref/ref_internal.h); a weight is served
+/* the shared checks and codes (kernels/ops/rad_op_checks.h); a weight is served
 ** when this library has a dot product for its encoding. */
 static int check_weight(const RadTensor *w, int64_t rows, int64_t cols)
 {
     int served = w->enc >= 0 && w->enc < RAD_ENC_COUNT && cpu_enc[w->enc].dot;
-    return ref_check_weight_served(w, served, rows, cols);
+    return rad_check_weight_served(w, served, rows, cols);
 }
 
 /* --------------------------------------------------------------- jobs */
@@ -207,7 +207,7 @@ static int gemm(const RadKernelArgs *a, int64_t N, int64_t K, int64_t enc, const
     int rc;
 
     if (M <= 0 || N <= 0 || K <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(x, M, K)) || (rc = check_weight(w, N, K)) || (rc = ref_check_act(out, M, N))) return rc;
+    if ((rc = rad_check_act(x, M, K)) || (rc = check_weight(w, N, K)) || (rc = rad_check_act(out, M, N))) return rc;
     if (w->enc != enc) return RAD_E_ARG;
     /* our own copy (x8.c) comes only from our relayout, so it has its shape */
     const int x8 = w->layout == RAD_LAYOUT_KERNEL;

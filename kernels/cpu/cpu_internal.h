@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "../rad_kernel.h"
-#include "../ref/rad_ops.h"
+#include "../ops/rad_ops.h"
 
 #pragma GCC visibility push(hidden)
 

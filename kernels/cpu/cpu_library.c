@@ -3,8 +3,8 @@
 **
 ** Rows for every op of docs/OPS.md at priority 10, so that with the default
 ** order "cpu,ref" the cpu library serves everything it has a row for.  The
-** two GEMMs have a decode row (M = 1) and a prefill row (M >= 2), each split
-** in two by the encoding lists as ref's are (RAD_MAX_IN_VALUES is 8).
+** two GEMMs have a decode row (M = 1) and a prefill row (M >= 2), each
+** listing every encoding the library multiplies.
 **
 ** init picks the ISA level (cpu_features.c) and fills the dispatch tables:
 ** portable kernels for everything, then each ISA level's files over them.
@@ -66,14 +66,11 @@ CpuActQuantFn cpu_act_quant[CPU_ACT_COUNT];
 #define PRIORITY 10
 #define KV_BLOCK 16
 
-#define ENC_A \
-    {.param = "enc", .kind = RAD_C_IN, .n_values = 8, \
+#define ENCS \
+    {.param = "enc", .kind = RAD_C_IN, .n_values = 15, \
      .values = {RAD_ENC_F32, RAD_ENC_F16, RAD_ENC_BF16, RAD_ENC_Q8_0, RAD_ENC_Q4_0, \
-                RAD_ENC_Q4_1, RAD_ENC_Q5_0, RAD_ENC_Q5_1}}
-#define ENC_B \
-    {.param = "enc", .kind = RAD_C_IN, .n_values = 7, \
-     .values = {RAD_ENC_Q2_K, RAD_ENC_Q3_K, RAD_ENC_Q4_K, RAD_ENC_Q5_K, RAD_ENC_Q6_K, \
-                RAD_ENC_IQ4_NL, RAD_ENC_MXFP4}}
+                RAD_ENC_Q4_1, RAD_ENC_Q5_0, RAD_ENC_Q5_1, RAD_ENC_Q2_K, RAD_ENC_Q3_K, \
+                RAD_ENC_Q4_K, RAD_ENC_Q5_K, RAD_ENC_Q6_K, RAD_ENC_IQ4_NL, RAD_ENC_MXFP4}}
 #define DECODE {.param = "M", .kind = RAD_C_LE, .v = 1}
 #define PREFILL {.param = "M", .kind = RAD_C_GE, .v = 2}
 
@@ -100,14 +97,10 @@ static const RadKernelRow all_rows[] = {
     ROW("kv_store", cpu_kv_store),
     {.op = "attn_paged", .name = "attn_paged", .priority = PRIORITY, .domain = RAD_DOMAIN_HOST,
      .kv_block_size = KV_BLOCK, .launch = cpu_attn_paged, .scratch_bytes = cpu_attn_paged_scratch},
-    GEMM("gemm_nt", "gemm_nt_decode", DECODE, ENC_A, cpu_gemm_nt_decode, cpu_gemm_nt_scratch),
-    GEMM("gemm_nt", "gemm_nt_decode_kq", DECODE, ENC_B, cpu_gemm_nt_decode, cpu_gemm_nt_scratch),
-    GEMM("gemm_nt", "gemm_nt_prefill", PREFILL, ENC_A, cpu_gemm_nt_prefill, cpu_gemm_nt_scratch),
-    GEMM("gemm_nt", "gemm_nt_prefill_kq", PREFILL, ENC_B, cpu_gemm_nt_prefill, cpu_gemm_nt_scratch),
-    GEMM("logits_gemm", "logits_gemm_decode", DECODE, ENC_A, cpu_logits_gemm_decode, cpu_logits_gemm_scratch),
-    GEMM("logits_gemm", "logits_gemm_decode_kq", DECODE, ENC_B, cpu_logits_gemm_decode, cpu_logits_gemm_scratch),
-    GEMM("logits_gemm", "logits_gemm_prefill", PREFILL, ENC_A, cpu_logits_gemm_prefill, cpu_logits_gemm_scratch),
-    GEMM("logits_gemm", "logits_gemm_prefill_kq", PREFILL, ENC_B, cpu_logits_gemm_prefill, cpu_logits_gemm_scratch),
+    GEMM("gemm_nt", "gemm_nt_decode", DECODE, ENCS, cpu_gemm_nt_decode, cpu_gemm_nt_scratch),
+    GEMM("gemm_nt", "gemm_nt_prefill", PREFILL, ENCS, cpu_gemm_nt_prefill, cpu_gemm_nt_scratch),
+    GEMM("logits_gemm", "logits_gemm_decode", DECODE, ENCS, cpu_logits_gemm_decode, cpu_logits_gemm_scratch),
+    GEMM("logits_gemm", "logits_gemm_prefill", PREFILL, ENCS, cpu_logits_gemm_prefill, cpu_logits_gemm_scratch),
 };
 #define N_ALL ((int)(sizeof all_rows / sizeof all_rows[0]))
 

@@ -33,8 +33,8 @@
 #include <stdint.h>
 
 #include "../../base/rad_types.h"
-#include "../ref/rad_dequant.h"
-#include "../ref/ref_internal.h"
+#include "../ops/rad_dequant.h"
+#include "../ops/rad_op_checks.h"
 #include "cpu_internal.h"
 
 #pragma GCC visibility push(hidden)
@@ -133,9 +133,9 @@ static inline const CpuAttnOps *cpu_attn(void)
 
 /* ------------------------------------------------------------ arguments */
 
-/* ref_rows, ref_row and the argument checks are ref's own
-** (kernels/ref/ref_internal.h), so that a kernel ref refuses is refused here
-** with the same code. */
+/* rad_op_rows, rad_act_row and the argument checks are every library's
+** (kernels/ops/rad_op_checks.h), so that a kernel ref refuses is refused
+** here with the same code. */
 
 /* Row j of a key or value chunk whose rows are stride bytes apart. */
 static inline __attribute__((always_inline)) const void *cpu_row_at(const void *base, size_t stride, int j)

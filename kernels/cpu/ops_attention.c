@@ -248,7 +248,7 @@ static void attn_run(const AttnJob *j, AttnLocal *L, int64_t m0, int64_t m1, int
     }
 
     for (int64_t r = 0; r < nr; r++) {
-        const float *qrow = ref_row(j->q, m0 + r);
+        const float *qrow = rad_act_row(j->q, m0 + r);
         for (int64_t hh = 0; hh < nh; hh++) {
             const float *src = qrow + (h0 + hh) * hd;
             float *dst = L->q + (r * nh + hh) * hd;
@@ -353,7 +353,7 @@ static void attn_run(const AttnJob *j, AttnLocal *L, int64_t m0, int64_t m1, int
         } else {
             f = 1.0f / L->sum[i];
         }
-        float *o = ref_row(j->out, m) + h * hd;
+        float *o = rad_act_row(j->out, m) + h * hd;
         for (int64_t d = 0; d < hd; d++) o[d] = acc[d] * f;
     }
 }
@@ -396,7 +396,7 @@ static void combine_task(void *ctx, int t)
             float mx = partial_at(j, m, h, s)[0];
             if (mx > top) top = mx;
         }
-        float *o = ref_row(j->out, m) + h * j->hd;
+        float *o = rad_act_row(j->out, m) + h * j->hd;
         float denom = j->sinks ? expf(j->sinks[h] - top) : 0.0f;
         memset(o, 0, (size_t)j->hd * sizeof(float));
         for (int s = 0; s < j->n_parts; s++) {
@@ -430,7 +430,7 @@ static void attn_geometry(AttnJob *j)
 
 size_t cpu_attn_paged_scratch(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a), n_head = a->param[RAD_ATTN_N_HEAD].i, hd = a->param[RAD_ATTN_HEAD_DIM].i;
+    int64_t M = rad_op_rows(a), n_head = a->param[RAD_ATTN_N_HEAD].i, hd = a->param[RAD_ATTN_HEAD_DIM].i;
     if (M <= 0 || n_head <= 0 || hd <= 0) return 0;
     if (M > ATTN_SPLIT_ROWS) M = ATTN_SPLIT_ROWS;
     return (size_t)(M * n_head * ATTN_SPLITS * (hd + 2)) * sizeof(float);
@@ -438,7 +438,7 @@ size_t cpu_attn_paged_scratch(const RadKernelArgs *a)
 
 int cpu_attn_paged(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int64_t n_head = a->param[RAD_ATTN_N_HEAD].i, n_kv = a->param[RAD_ATTN_N_HEAD_KV].i;
     int64_t hd = a->param[RAD_ATTN_HEAD_DIM].i, window = a->param[RAD_ATTN_WINDOW].i;
     const RadTensor *q = &a->operand[RAD_ATTN_Q];
@@ -447,7 +447,7 @@ int cpu_attn_paged(const RadKernelArgs *a)
     const RadKvView *kv = a->kv;
     int rc;
 
-    if ((rc = ref_check_attn(a, ATTN_MAX_HEAD_DIM))) return rc;
+    if ((rc = rad_check_attn(a, ATTN_MAX_HEAD_DIM))) return rc;
     /* Every visible key must have a slot; refuse before writing anything.
     ** A block is checked once per row, not once per position. */
     for (int64_t m = 0; m < M; m++) {
@@ -456,14 +456,14 @@ int cpu_attn_paged(const RadKernelArgs *a)
         int64_t first = visible_from(p, window);
         for (int64_t b = first / kv->block_size; b <= p / kv->block_size; b++) {
             int64_t at = b * kv->block_size < first ? first : b * kv->block_size;
-            if (ref_kv_slot(kv, kv->token_seq[m], at) < 0) return RAD_E_RANGE;
+            if (rad_kv_slot(kv, kv->token_seq[m], at) < 0) return RAD_E_RANGE;
         }
     }
 
     AttnJob j = {
         .kv = kv, .q = q, .out = out, .sinks = sinks->data, .M = M, .n_head = n_head, .n_kv = n_kv,
         .hd = hd, .group = n_head / n_kv, .window = window, .scale = (float)a->param[RAD_ATTN_SCALE].f,
-        .softcap = (float)a->param[RAD_ATTN_SOFTCAP].f, .esize = ref_kv_elem_bytes(kv),
+        .softcap = (float)a->param[RAD_ATTN_SOFTCAP].f, .esize = rad_kv_elem_bytes(kv),
         .ops = cpu_attn(), .vec = cpu_vec(), .n_parts = 1,
     };
     attn_geometry(&j);

@@ -37,16 +37,16 @@ static void embed_task(void *ctx, int t)
     int64_t m0 = cpu_task_start(j->M, j->n_tasks, t), m1 = cpu_task_start(j->M, j->n_tasks, t + 1);
     for (int64_t m = m0; m < m1; m++) {
         const char *src = (const char *)table->data + (int64_t)id[m] * table->row_bytes;
-        if (table->enc == RAD_ENC_F32) memcpy(ref_row(out, m), src, (size_t)j->N * sizeof(float));
-        else rad_dequant_row(table->enc, src, ref_row(out, m), j->N);
+        if (table->enc == RAD_ENC_F32) memcpy(rad_act_row(out, m), src, (size_t)j->N * sizeof(float));
+        else rad_dequant_row(table->enc, src, rad_act_row(out, m), j->N);
     }
 }
 
 int cpu_embed_lookup(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a), N = a->param[RAD_EMBED_LOOKUP_N].i;
+    int64_t M = rad_op_rows(a), N = a->param[RAD_EMBED_LOOKUP_N].i;
     const RadTensor *table = &a->operand[RAD_EMBED_LOOKUP_TABLE];
-    int rc = ref_check_embed_lookup(a);
+    int rc = rad_check_embed_lookup(a);
     if (rc) return rc;
 
     /* Decoding a block-encoded row costs a few operations per element. */
@@ -60,7 +60,7 @@ int cpu_embed_lookup(const RadKernelArgs *a)
 
 int cpu_gather_rows(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a), N = a->param[RAD_GATHER_ROWS_N].i;
+    int64_t M = rad_op_rows(a), N = a->param[RAD_GATHER_ROWS_N].i;
     const RadTensor *x = &a->operand[RAD_GATHER_ROWS_X];
     const RadTensor *idx = &a->operand[RAD_GATHER_ROWS_IDX];
     const RadTensor *out = &a->operand[RAD_GATHER_ROWS_OUT];
@@ -68,8 +68,8 @@ int cpu_gather_rows(const RadKernelArgs *a)
 
     if (M <= 0 || N <= 0) return RAD_E_SHAPE;
     int64_t x_rows = x->rank >= 1 ? x->shape[0] : -1;
-    if ((rc = ref_check_act(x, x_rows >= 0 ? x_rows : 2, N)) || (rc = ref_check_index(idx, M)) ||
-        (rc = ref_check_act(out, M, N)))
+    if ((rc = rad_check_act(x, x_rows >= 0 ? x_rows : 2, N)) || (rc = rad_check_index(idx, M)) ||
+        (rc = rad_check_act(out, M, N)))
         return rc;
     const int32_t *ix = idx->data;
     for (int64_t m = 0; m < M; m++)
@@ -77,7 +77,7 @@ int cpu_gather_rows(const RadKernelArgs *a)
 
     /* A few rows (the ones whose logits are wanted): no threads. */
     for (int64_t m = 0; m < M; m++)
-        memcpy(ref_row(out, m), ref_row(x, ix[m]), (size_t)N * sizeof(float));
+        memcpy(rad_act_row(out, m), rad_act_row(x, ix[m]), (size_t)N * sizeof(float));
     return RAD_OK;
 }
 
@@ -91,35 +91,35 @@ static void kv_store_task(void *ctx, int t)
     const RadTensor *v = &j->a->operand[RAD_KV_STORE_V];
     int64_t m0 = cpu_task_start(j->M, j->n_tasks, t), m1 = cpu_task_start(j->M, j->n_tasks, t + 1);
     for (int64_t m = m0; m < m1; m++) {
-        int64_t slot = ref_kv_slot(kv, kv->token_seq[m], kv->positions[m]);
+        int64_t slot = rad_kv_slot(kv, kv->token_seq[m], kv->positions[m]);
         char *kd = (char *)kv->k + slot * kv->kv_row_bytes;
         char *vd = (char *)kv->v + slot * kv->kv_row_bytes;
         if (kv->enc == RAD_ENC_F16) {
-            j->vec->to_f16(ref_row(k, m), (uint16_t *)(void *)kd, j->N);
-            j->vec->to_f16(ref_row(v, m), (uint16_t *)(void *)vd, j->N);
+            j->vec->to_f16(rad_act_row(k, m), (uint16_t *)(void *)kd, j->N);
+            j->vec->to_f16(rad_act_row(v, m), (uint16_t *)(void *)vd, j->N);
         } else {
-            memcpy(kd, ref_row(k, m), (size_t)j->N * sizeof(float));
-            memcpy(vd, ref_row(v, m), (size_t)j->N * sizeof(float));
+            memcpy(kd, rad_act_row(k, m), (size_t)j->N * sizeof(float));
+            memcpy(vd, rad_act_row(v, m), (size_t)j->N * sizeof(float));
         }
     }
 }
 
 int cpu_kv_store(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int64_t n_head_kv = a->param[RAD_KV_STORE_N_HEAD_KV].i, hd = a->param[RAD_KV_STORE_HEAD_DIM].i;
     const RadKvView *kv = a->kv;
     int64_t width = n_head_kv * hd;
     int rc;
 
     if (M <= 0 || n_head_kv <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_kv(kv, M, n_head_kv, hd)) ||
-        (rc = ref_check_act(&a->operand[RAD_KV_STORE_K], M, width)) ||
-        (rc = ref_check_act(&a->operand[RAD_KV_STORE_V], M, width)))
+    if ((rc = rad_check_kv(kv, M, n_head_kv, hd)) ||
+        (rc = rad_check_act(&a->operand[RAD_KV_STORE_K], M, width)) ||
+        (rc = rad_check_act(&a->operand[RAD_KV_STORE_V], M, width)))
         return rc;
     /* Every row's slot first, so a missing block writes nothing at all. */
     for (int64_t m = 0; m < M; m++)
-        if (ref_kv_slot(kv, kv->token_seq[m], kv->positions[m]) < 0) return RAD_E_RANGE;
+        if (rad_kv_slot(kv, kv->token_seq[m], kv->positions[m]) < 0) return RAD_E_RANGE;
 
     CopyJob j = {.a = a, .M = M, .N = width, .vec = cpu_vec()};
     j.n_tasks = cpu_task_count(a, M, 2 * width, COPY_MIN_WORK);

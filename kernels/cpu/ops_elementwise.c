@@ -165,13 +165,13 @@ static void elt_task(void *ctx, int t)
         int64_t last = first + (b1 - b0);
         if (last > j->blocks_per_row) last = j->blocks_per_row;
         int64_t i0 = first * ELT_BLOCK, i1 = last * ELT_BLOCK < j->N ? last * ELT_BLOCK : j->N;
-        float *x = ref_row(j->a, row) + i0;
+        float *x = rad_act_row(j->a, row) + i0;
         int64_t n = i1 - i0;
         if (j->kind == ELT_SCALE) {
             j->vec->scale(x, j->scale, n);
         } else {
-            const float *y = ref_row(j->b, row) + i0;
-            float *o = ref_row(j->out, row) + i0;
+            const float *y = rad_act_row(j->b, row) + i0;
+            float *o = rad_act_row(j->out, row) + i0;
             switch (j->kind) {
             case ELT_ADD: j->vec->add(x, y, o, n); break;
             case ELT_MUL: j->vec->mul(x, y, o, n); break;
@@ -186,12 +186,12 @@ static void elt_task(void *ctx, int t)
 static int elt_run(const RadKernelArgs *a, int kind, int64_t N, const RadTensor *x, const RadTensor *y,
                    const RadTensor *out, float scale, int64_t work_per_elem)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int rc;
 
     if (M <= 0 || N <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(x, M, N))) return rc;
-    if (kind != ELT_SCALE && ((rc = ref_check_act(y, M, N)) || (rc = ref_check_act(out, M, N))))
+    if ((rc = rad_check_act(x, M, N))) return rc;
+    if (kind != ELT_SCALE && ((rc = rad_check_act(y, M, N)) || (rc = rad_check_act(out, M, N))))
         return rc;
 
     EltJob j = {

@@ -59,15 +59,15 @@ static void norm_task(void *ctx, int t)
     const NormJob *j = ctx;
     int64_t m0 = cpu_task_start(j->M, j->n_tasks, t), m1 = cpu_task_start(j->M, j->n_tasks, t + 1);
     for (int64_t m = m0; m < m1; m++) {
-        float *x = ref_row(j->x, m);
+        float *x = rad_act_row(j->x, m);
         switch (j->kind) {
         case NORM_PLAIN:
-            norm_slice(j, x, ref_row(j->out, m), j->vec->sum_squares(x, j->n));
+            norm_slice(j, x, rad_act_row(j->out, m), j->vec->sum_squares(x, j->n));
             break;
         case NORM_ADD: {
             /* x first (out may alias d, which the add has then read) */
-            double ss = j->vec->add_sum_squares(x, ref_row(j->d, m), j->n);
-            norm_slice(j, x, ref_row(j->out, m), ss);
+            double ss = j->vec->add_sum_squares(x, rad_act_row(j->d, m), j->n);
+            norm_slice(j, x, rad_act_row(j->out, m), ss);
             break;
         }
         case NORM_QK:
@@ -90,15 +90,15 @@ static void norm_run(const RadKernelArgs *a, NormJob *j)
 int cpu_rmsnorm(const RadKernelArgs *a)
 {
     NormJob j = {
-        .kind = NORM_PLAIN, .M = ref_rows(a), .n = a->param[RAD_RMSNORM_N].i, .per_row = 1,
+        .kind = NORM_PLAIN, .M = rad_op_rows(a), .n = a->param[RAD_RMSNORM_N].i, .per_row = 1,
         .eps = a->param[RAD_RMSNORM_EPS].f, .w_offset = (float)a->param[RAD_RMSNORM_W_OFFSET].f,
         .x = &a->operand[RAD_RMSNORM_X], .w = &a->operand[RAD_RMSNORM_W],
         .out = &a->operand[RAD_RMSNORM_OUT],
     };
     int rc;
     if (j.M <= 0 || j.n <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(j.x, j.M, j.n)) || (rc = ref_check_weight(j.w, 1, j.n)) ||
-        (rc = ref_check_act(j.out, j.M, j.n)))
+    if ((rc = rad_check_act(j.x, j.M, j.n)) || (rc = rad_check_weight(j.w, 1, j.n)) ||
+        (rc = rad_check_act(j.out, j.M, j.n)))
         return rc;
     norm_run(a, &j);
     return RAD_OK;
@@ -107,7 +107,7 @@ int cpu_rmsnorm(const RadKernelArgs *a)
 int cpu_rmsnorm_add(const RadKernelArgs *a)
 {
     NormJob j = {
-        .kind = NORM_ADD, .M = ref_rows(a), .n = a->param[RAD_RMSNORM_ADD_N].i, .per_row = 1,
+        .kind = NORM_ADD, .M = rad_op_rows(a), .n = a->param[RAD_RMSNORM_ADD_N].i, .per_row = 1,
         .eps = a->param[RAD_RMSNORM_ADD_EPS].f,
         .w_offset = (float)a->param[RAD_RMSNORM_ADD_W_OFFSET].f,
         .x = &a->operand[RAD_RMSNORM_ADD_X], .d = &a->operand[RAD_RMSNORM_ADD_D],
@@ -115,8 +115,8 @@ int cpu_rmsnorm_add(const RadKernelArgs *a)
     };
     int rc;
     if (j.M <= 0 || j.n <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(j.x, j.M, j.n)) || (rc = ref_check_act(j.d, j.M, j.n)) ||
-        (rc = ref_check_weight(j.w, 1, j.n)) || (rc = ref_check_act(j.out, j.M, j.n)))
+    if ((rc = rad_check_act(j.x, j.M, j.n)) || (rc = rad_check_act(j.d, j.M, j.n)) ||
+        (rc = rad_check_weight(j.w, 1, j.n)) || (rc = rad_check_act(j.out, j.M, j.n)))
         return rc;
     norm_run(a, &j);
     return RAD_OK;
@@ -125,14 +125,14 @@ int cpu_rmsnorm_add(const RadKernelArgs *a)
 int cpu_qk_norm(const RadKernelArgs *a)
 {
     NormJob j = {
-        .kind = NORM_QK, .M = ref_rows(a), .n = a->param[RAD_QK_NORM_HEAD_DIM].i,
+        .kind = NORM_QK, .M = rad_op_rows(a), .n = a->param[RAD_QK_NORM_HEAD_DIM].i,
         .per_row = a->param[RAD_QK_NORM_N_HEAD].i, .eps = a->param[RAD_QK_NORM_EPS].f,
         .w_offset = (float)a->param[RAD_QK_NORM_W_OFFSET].f,
         .x = &a->operand[RAD_QK_NORM_X], .w = &a->operand[RAD_QK_NORM_W],
     };
     int rc;
     if (j.M <= 0 || j.per_row <= 0 || j.n <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(j.x, j.M, j.per_row * j.n)) || (rc = ref_check_weight(j.w, 1, j.n))) return rc;
+    if ((rc = rad_check_act(j.x, j.M, j.per_row * j.n)) || (rc = rad_check_weight(j.w, 1, j.n))) return rc;
     norm_run(a, &j);
     return RAD_OK;
 }

@@ -8,7 +8,8 @@
 ** one rounding per operation; cos and sin evaluated in double and rounded
 ** once (cpu_sincos1 in cpu_ops.h: a Cody-Waite reduction and Taylor series,
 ** within a few double ulp, so the f32 is ref's in all but the rarest ties);
-** the rotation as ref's two products and a sum, never fused.  In practice
+** the rotation as ref's two products and a sum, never fused; YaRN's
+** factor on cos and sin one f32 product each, as ref.  In practice
 ** the output is ref's, bit for bit (tests/ops/test_cpu_ops.c counts).
 **
 ** inv_freq costs a pow per pair; a decode step calls rope twice a layer with
@@ -19,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../ops/rad_rope.h"
 #include "cpu_ops.h"
 
 #define ROPE_MAX_HALF 2048      /* n_rot up to 4096 */
@@ -26,8 +28,8 @@
 
 typedef struct RopeKey {
     int64_t n_rot;
-    int64_t scaling, orig_ctx;
-    double theta, factor, low_ff, high_ff;
+    int64_t scaling, orig_ctx, truncate;
+    double theta, factor, low_ff, high_ff, beta_fast, beta_slow;
 } RopeKey;
 
 typedef struct RopeTable {
@@ -48,6 +50,17 @@ static float inv_freq(int64_t i, const RopeKey *k)
     float factor = (float)k->factor;
 
     if (k->scaling == RAD_ROPE_SCALING_LINEAR) return inv / factor;
+    if (k->scaling == RAD_ROPE_SCALING_YARN) {
+        double lo, hi;
+        rad_rope_yarn_range(k->theta, k->n_rot, k->orig_ctx, k->beta_fast, k->beta_slow,
+                            k->truncate == RAD_ROPE_TRUNCATE_ON, &lo, &hi);
+        float pos_freq = (float)pow((double)(float)k->theta, (double)e);
+        float interp = 1.0f / (factor * pos_freq);
+        float ramp = ((float)i - (float)lo) / (float)(hi - lo);
+        ramp = ramp < 0.0f ? 0.0f : ramp > 1.0f ? 1.0f : ramp;
+        float extrap_share = 1.0f - ramp;
+        return interp * (1.0f - extrap_share) + inv * extrap_share;
+    }
     if (k->scaling != RAD_ROPE_SCALING_LLAMA3) return inv;
 
     const float two_pi = (float)6.28318530717958647692;
@@ -77,6 +90,7 @@ typedef struct RopeJob {
     const RadTensor *x;
     const int32_t *pos;
     const float *inv;
+    float attn;                 /* YaRN's factor on cos and sin, else 1 */
     int64_t M, n_head, hd, half;
     int neox;
     int n_tasks;
@@ -92,7 +106,12 @@ static void rope_task(void *ctx, int t)
         float p = (float)j->pos[m];
         for (int64_t i = 0; i < j->half; i++) angle[i] = p * j->inv[i];
         j->vec->sincos(angle, c, s, j->half);
-        float *row = ref_row(j->x, m);
+        if (j->attn != 1.0f)
+            for (int64_t i = 0; i < j->half; i++) {
+                c[i] *= j->attn;
+                s[i] *= j->attn;
+            }
+        float *row = rad_act_row(j->x, m);
         for (int64_t h = 0; h < j->n_head; h++) {
             if (j->neox) j->vec->rope_neox(row + h * j->hd, c, s, j->half);
             else j->vec->rope_adjacent(row + h * j->hd, c, s, j->half);
@@ -102,7 +121,7 @@ static void rope_task(void *ctx, int t)
 
 int cpu_rope(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int64_t n_head = a->param[RAD_ROPE_N_HEAD].i, hd = a->param[RAD_ROPE_HEAD_DIM].i;
     int64_t n_rot = a->param[RAD_ROPE_N_ROT].i, mode = a->param[RAD_ROPE_MODE].i;
     const RadTensor *x = &a->operand[RAD_ROPE_X];
@@ -110,10 +129,8 @@ int cpu_rope(const RadKernelArgs *a)
     RopeKey key;
     int rc;
 
-    /* The checks and codes of ref_rope.c, in its order. */
-    if (M <= 0 || n_head <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if (n_rot <= 0 || n_rot % 2 || n_rot > hd) return RAD_E_SHAPE;
-    if (mode != RAD_ROPE_MODE_NEOX && mode != RAD_ROPE_MODE_ADJACENT) return RAD_E_UNSUPPORTED;
+    /* The checks and codes every library makes (kernels/ops). */
+    if ((rc = rad_check_rope(a))) return rc;
     memset(&key, 0, sizeof key);        /* padding too: the key is compared with memcmp */
     key.n_rot = n_rot;
     key.theta = a->param[RAD_ROPE_THETA].f;
@@ -122,25 +139,11 @@ int cpu_rope(const RadKernelArgs *a)
     key.low_ff = a->param[RAD_ROPE_LOW_FREQ_FACTOR].f;
     key.high_ff = a->param[RAD_ROPE_HIGH_FREQ_FACTOR].f;
     key.orig_ctx = a->param[RAD_ROPE_ORIG_CTX].i;
-    if (!((float)key.theta > 0)) return RAD_E_ARG;
-    switch (key.scaling) {
-    case RAD_ROPE_SCALING_NONE:
-        break;
-    case RAD_ROPE_SCALING_LINEAR:
-        if (!((float)key.factor > 0)) return RAD_E_ARG;
-        break;
-    case RAD_ROPE_SCALING_LLAMA3:
-        if (!((float)key.factor > 0) || !((float)key.low_ff > 0) ||
-            !((float)key.high_ff > (float)key.low_ff) || key.orig_ctx <= 0)
-            return RAD_E_ARG;
-        break;
-    case RAD_ROPE_SCALING_FACTORS:
-        if ((rc = ref_check_freq_factors(&a->operand[RAD_ROPE_FREQ_FACTORS], n_rot / 2))) return rc;
-        break;
-    default:
-        return RAD_E_UNSUPPORTED;
+    if (key.scaling == RAD_ROPE_SCALING_YARN) {
+        key.beta_fast = a->param[RAD_ROPE_BETA_FAST].f;
+        key.beta_slow = a->param[RAD_ROPE_BETA_SLOW].f;
+        key.truncate = a->param[RAD_ROPE_TRUNCATE].i;
     }
-    if ((rc = ref_check_act(x, M, n_head * hd)) || (rc = ref_check_index(positions, M))) return rc;
     if (n_rot / 2 > ROPE_MAX_HALF) return RAD_E_UNSUPPORTED;
 
     /* FACTORS: the unscaled table (cached), then pair i divided by its factor */
@@ -157,8 +160,10 @@ int cpu_rope(const RadKernelArgs *a)
     }
     RopeJob j = {
         .x = x, .pos = positions->data, .inv = inv, .M = M, .n_head = n_head,
-        .hd = hd, .half = n_rot / 2, .neox = mode == RAD_ROPE_MODE_NEOX, .vec = cpu_vec(),
+        .hd = hd, .half = n_rot / 2, .neox = mode == RAD_ROPE_MODE_NEOX, .vec = cpu_vec(), .attn = 1.0f,
     };
+    if (key.scaling == RAD_ROPE_SCALING_YARN)
+        j.attn = (float)rad_rope_yarn_attn(a->param[RAD_ROPE_ATTN_FACTOR].f, key.factor);
     j.n_tasks = cpu_task_count(a, M, n_head * n_rot + 16 * j.half, ROPE_MIN_WORK);
     cpu_parallel(a, j.n_tasks, rope_task, &j);
     return RAD_OK;

@@ -33,7 +33,7 @@
 static float kv_read(const RadKvView *kv, const void *plane, int64_t slot, int64_t g, int64_t i)
 {
     const char *p = (const char *)plane + slot * kv->kv_row_bytes +
-                    (g * kv->head_dim + i) * ref_kv_elem_bytes(kv);
+                    (g * kv->head_dim + i) * rad_kv_elem_bytes(kv);
     if (kv->enc == RAD_ENC_F16) {
         uint16_t h;
         memcpy(&h, p, sizeof h);
@@ -46,7 +46,7 @@ static float kv_read(const RadKvView *kv, const void *plane, int64_t slot, int64
 
 int ref_kv_store(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int64_t n_head_kv = a->param[RAD_KV_STORE_N_HEAD_KV].i, hd = a->param[RAD_KV_STORE_HEAD_DIM].i;
     const RadTensor *k = &a->operand[RAD_KV_STORE_K];
     const RadTensor *v = &a->operand[RAD_KV_STORE_V];
@@ -55,19 +55,19 @@ int ref_kv_store(const RadKernelArgs *a)
     int rc;
 
     if (M <= 0 || n_head_kv <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_kv(kv, M, n_head_kv, hd)) || (rc = ref_check_act(k, M, width)) ||
-        (rc = ref_check_act(v, M, width)))
+    if ((rc = rad_check_kv(kv, M, n_head_kv, hd)) || (rc = rad_check_act(k, M, width)) ||
+        (rc = rad_check_act(v, M, width)))
         return rc;
 
     /* Every row's slot first, so a missing block writes nothing at all. */
     for (int64_t m = 0; m < M; m++)
-        if (ref_kv_slot(kv, kv->token_seq[m], kv->positions[m]) < 0) return RAD_E_RANGE;
+        if (rad_kv_slot(kv, kv->token_seq[m], kv->positions[m]) < 0) return RAD_E_RANGE;
 
     for (int64_t m = 0; m < M; m++) {
-        int64_t slot = ref_kv_slot(kv, kv->token_seq[m], kv->positions[m]);
+        int64_t slot = rad_kv_slot(kv, kv->token_seq[m], kv->positions[m]);
         char *kd = (char *)kv->k + slot * kv->kv_row_bytes;
         char *vd = (char *)kv->v + slot * kv->kv_row_bytes;
-        const float *ks = ref_row(k, m), *vs = ref_row(v, m);
+        const float *ks = rad_act_row(k, m), *vs = rad_act_row(v, m);
         for (int64_t i = 0; i < width; i++) {
             if (kv->enc == RAD_ENC_F16) {
                 uint16_t hk = rad_f32_to_f16(ks[i]), hv = rad_f32_to_f16(vs[i]);
@@ -95,7 +95,7 @@ typedef struct AttnHead {
 /* The logit of key position j for query q, or NAN when j has no slot. */
 static double attn_logit(const AttnHead *ah, const float *q, int64_t j, int64_t *slot)
 {
-    *slot = ref_kv_slot(ah->kv, ah->seq, j);
+    *slot = rad_kv_slot(ah->kv, ah->seq, j);
     if (*slot < 0) return NAN;
     double dot = 0.0;
     for (int64_t i = 0; i < ah->hd; i++)
@@ -142,7 +142,7 @@ static int64_t visible_from(int64_t p, int64_t window)
 
 int ref_attn_paged(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int64_t n_head = a->param[RAD_ATTN_N_HEAD].i, n_head_kv = a->param[RAD_ATTN_N_HEAD_KV].i;
     int64_t hd = a->param[RAD_ATTN_HEAD_DIM].i, window = a->param[RAD_ATTN_WINDOW].i;
     const RadTensor *q = &a->operand[RAD_ATTN_Q];
@@ -151,7 +151,7 @@ int ref_attn_paged(const RadKernelArgs *a)
     const RadKvView *kv = a->kv;
     int rc;
 
-    if ((rc = ref_check_attn(a, REF_MAX_HEAD_DIM))) return rc;
+    if ((rc = rad_check_attn(a, REF_MAX_HEAD_DIM))) return rc;
 
     AttnHead ah = {
         .kv = kv, .hd = hd,
@@ -162,7 +162,7 @@ int ref_attn_paged(const RadKernelArgs *a)
         int64_t p = kv->positions[m];
         if (p < 0) return RAD_E_RANGE;
         for (int64_t j = visible_from(p, window); j <= p; j++)
-            if (ref_kv_slot(kv, kv->token_seq[m], j) < 0) return RAD_E_RANGE;
+            if (rad_kv_slot(kv, kv->token_seq[m], j) < 0) return RAD_E_RANGE;
     }
 
     const float *sink = sinks->data;
@@ -175,7 +175,7 @@ int ref_attn_paged(const RadKernelArgs *a)
         ** slice of out, so out may alias q. */
         for (int64_t h = 0; h < n_head; h++) {
             ah.g = h / group;
-            rc = attn_head(&ah, ref_row(q, m) + h * hd, ref_row(out, m) + h * hd,
+            rc = attn_head(&ah, rad_act_row(q, m) + h * hd, rad_act_row(out, m) + h * hd,
                            sink != NULL, sink ? (double)sink[h] : 0.0);
             if (rc) return rc;
         }

@@ -13,13 +13,13 @@
 #include <assert.h>
 
 #include "../../base/rad_types.h"
-#include "rad_dequant.h"
+#include "../ops/rad_dequant.h"
 
 void ref_weight_decode(const RadTensor *w, int64_t row, int64_t k0, int64_t n, float *dst)
 {
     const char *src = (const char *)w->data + row * w->row_bytes +
                       rad_encoding_row_bytes(w->enc, k0);
-    /* The caller checked the weight with ref_check_weight, so this cannot
+    /* The caller checked the weight with rad_check_weight, so this cannot
     ** fail; a failure here is a bug in a kernel, not bad input. */
     int rc = rad_dequant_row(w->enc, src, dst, n);
     assert(rc == RAD_OK);

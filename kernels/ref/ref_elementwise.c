@@ -29,17 +29,17 @@ typedef double (*combine_fn)(double a, double b);
 static int binary_rows(const RadKernelArgs *a, int64_t N, const RadTensor *x,
                        const RadTensor *y, const RadTensor *out, combine_fn f)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int rc;
 
     if (M <= 0 || N <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(x, M, N)) || (rc = ref_check_act(y, M, N)) ||
-        (rc = ref_check_act(out, M, N)))
+    if ((rc = rad_check_act(x, M, N)) || (rc = rad_check_act(y, M, N)) ||
+        (rc = rad_check_act(out, M, N)))
         return rc;
 
     for (int64_t m = 0; m < M; m++) {
-        const float *xr = ref_row(x, m), *yr = ref_row(y, m);
-        float *o = ref_row(out, m);
+        const float *xr = rad_act_row(x, m), *yr = rad_act_row(y, m);
+        float *o = rad_act_row(out, m);
         for (int64_t i = 0; i < N; i++) o[i] = (float)f(xr[i], yr[i]);
     }
     return RAD_OK;
@@ -90,16 +90,16 @@ int ref_gelu_mul(const RadKernelArgs *a)
 
 int ref_scale_rows(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a), N = a->param[RAD_SCALE_ROWS_N].i;
+    int64_t M = rad_op_rows(a), N = a->param[RAD_SCALE_ROWS_N].i;
     float scale = (float)a->param[RAD_SCALE_ROWS_SCALE].f;
     const RadTensor *x = &a->operand[RAD_SCALE_ROWS_X];
     int rc;
 
     if (M <= 0 || N <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(x, M, N))) return rc;
+    if ((rc = rad_check_act(x, M, N))) return rc;
 
     for (int64_t m = 0; m < M; m++) {
-        float *r = ref_row(x, m);
+        float *r = rad_act_row(x, m);
         for (int64_t i = 0; i < N; i++) r[i] = r[i] * scale;
     }
     return RAD_OK;

@@ -26,12 +26,12 @@
 static int gemm(const RadKernelArgs *a, int64_t N, int64_t K, int64_t enc, const RadTensor *x,
                 const RadTensor *w, const RadTensor *bias, const RadTensor *out, double softcap)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int rc;
 
     if (M <= 0 || N <= 0 || K <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(x, M, K)) || (rc = ref_check_weight(w, N, K)) ||
-        (rc = ref_check_act(out, M, N)))
+    if ((rc = rad_check_act(x, M, K)) || (rc = rad_check_weight(w, N, K)) ||
+        (rc = rad_check_act(out, M, N)))
         return rc;
     /* The enc parameter chose this kernel; the weight must be what it said. */
     if (w->enc != enc) return RAD_E_ARG;
@@ -42,8 +42,8 @@ static int gemm(const RadKernelArgs *a, int64_t N, int64_t K, int64_t enc, const
     const float *b = bias ? bias->data : NULL;
 
     for (int64_t m = 0; m < M; m++) {
-        const float *xr = ref_row(x, m);
-        float *o = ref_row(out, m);
+        const float *xr = rad_act_row(x, m);
+        float *o = rad_act_row(out, m);
         for (int64_t n = 0; n < N; n++) {
             double acc = ref_weight_dot(w, n, xr, K);
             if (b) acc += (double)b[n];

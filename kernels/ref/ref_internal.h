@@ -1,23 +1,24 @@
 /*
 ** ref_internal.h: what the reference kernel files share among themselves.
 **
-** Argument checks, row addressing and weight decoding, written once so each
-** kernel file can read as the formula it implements.  The checks and the row
-** helpers are also the cpu library's (kernels/cpu/cpu_ops.h includes this).  Nothing here is part
-** of the library's interface: the only exported symbol of the .so is
-** rad_kernel_library (plus the shared schema table and rad_dequant_row), so
-** these names are hidden from the dynamic symbol table.
+** Weight decoding into stack chunks and the launch functions, written once
+** so each kernel file can read as the formula it implements.  The argument
+** checks every library shares, the op vocabulary and the decoders are in
+** kernels/ops/.  Nothing here is part of the library's interface: the only
+** exported symbol of the .so is rad_kernel_library (plus the shared schema
+** table and rad_dequant_row), so these names are hidden from the dynamic
+** symbol table.
 */
 #ifndef REF_INTERNAL_H
 #define REF_INTERNAL_H
 
-#include <float.h>
 #include <stdint.h>
 
 #include "../../base/rad_types.h"
 #include "../rad_kernel.h"
-#include "rad_dequant.h"
-#include "rad_ops.h"
+#include "../ops/rad_dequant.h"
+#include "../ops/rad_op_checks.h"
+#include "../ops/rad_ops.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -29,70 +30,6 @@
 /* The largest head_dim attention serves: it keeps one head's accumulator on
 ** the stack (8 KiB of doubles).  Larger heads get RAD_E_UNSUPPORTED. */
 #define REF_MAX_HEAD_DIM 1024
-
-/* The rows of this step, the op's ranged parameter. */
-static inline int64_t ref_rows(const RadKernelArgs *a) { return a->param[RAD_P_M].i; }
-
-/* Row r of an f32 activation (rows are row_bytes apart, not packed). */
-static inline float *ref_row(const RadTensor *t, int64_t r)
-{
-    return (float *)(void *)((char *)t->data + r * t->row_bytes);
-}
-
-/* The argument checks below are inline so that the cpu library (cpu_ops.h)
-** compiles in the same ones: a kernel that ref refuses is refused there
-** with the same code. */
-
-/* Check an f32 activation operand that must hold `rows` rows of `cols`
-** floats.  0, RAD_E_ARG (no data), RAD_E_UNSUPPORTED (not f32) or
-** RAD_E_SHAPE (rows overlap, are misaligned, or the buffer is too short). */
-static inline int ref_check_act(const RadTensor *t, int64_t rows, int64_t cols)
-{
-    if (!t->data) return RAD_E_ARG;
-    if (t->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-    if (t->row_bytes % (int64_t)sizeof(float)) return RAD_E_SHAPE;
-    /* A single row needs no stride; more rows must not overlap. */
-    if (rows > 1 && t->row_bytes < cols * (int64_t)sizeof(float)) return RAD_E_SHAPE;
-    /* rank 0 means the core did not state a shape; trust the parameters. */
-    if (t->rank >= 1 && t->shape[0] < rows) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
-/* Check an int32 index operand holding at least `n` values. */
-static inline int ref_check_index(const RadTensor *t, int64_t n)
-{
-    if (!t->data) return RAD_E_ARG;
-    if (t->enc != RAD_ENC_I32) return RAD_E_UNSUPPORTED;
-    if (t->rank >= 1 && t->shape[0] < n) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
-/* Check a weight of `rows` rows by `cols` columns (a vector is 1 row and may
-** be given rank 1): present, of an encoding the library serves (`served`,
-** which the caller works out from w->enc), shape as stated, and rows whole
-** blocks long. */
-static inline int ref_check_weight_served(const RadTensor *w, int served, int64_t rows, int64_t cols)
-{
-    if (!w->data) return RAD_E_ARG;
-    if (!served) return RAD_E_UNSUPPORTED;
-    if (w->rank == 1) {
-        if (rows != 1 || w->shape[0] != cols) return RAD_E_SHAPE;
-    } else if (w->rank == 2) {
-        if (w->shape[0] != rows || w->shape[1] != cols) return RAD_E_SHAPE;
-    } else {
-        return RAD_E_SHAPE;
-    }
-    int64_t need = rad_encoding_row_bytes(w->enc, cols);
-    if (need < 0) return RAD_E_SHAPE;               /* not whole blocks */
-    if (rows > 1 && w->row_bytes < need) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
-/* The same for an encoding rad_dequant_row serves. */
-static inline int ref_check_weight(const RadTensor *w, int64_t rows, int64_t cols)
-{
-    return ref_check_weight_served(w, rad_dequant_supported(w->enc), rows, cols);
-}
 
 /* Decode columns [k0, k0 + n) of weight row `row` into dst.  k0 must be a
 ** multiple of the encoding's block (any multiple of REF_CHUNK is). */
@@ -117,97 +54,6 @@ int ref_kv_store(const RadKernelArgs *a);
 int ref_attn_paged(const RadKernelArgs *a);
 int ref_gemm_nt(const RadKernelArgs *a);
 int ref_logits_gemm(const RadKernelArgs *a);
-
-/* ------------------------------------------------ shared op checks
-** The argument checks of the ops whose kernels in other libraries must
-** refuse exactly what ref refuses, written once for all of them. */
-
-/* Bytes of one KV element (f16 or f32). */
-static inline int64_t ref_kv_elem_bytes(const RadKvView *kv)
-{
-    return kv->enc == RAD_ENC_F16 ? 2 : 4;
-}
-
-/* The slot of position p of batch sequence s, or -1 when no block holds it
-** (rad_kernel.h states the arithmetic). */
-static inline int64_t ref_kv_slot(const RadKvView *kv, int64_t s, int64_t p)
-{
-    if (s < 0 || s >= kv->n_seq || p < 0) return -1;
-    int64_t b = p / kv->block_size;
-    if (b >= kv->max_blocks) return -1;
-    int32_t block = kv->block_table[s * kv->max_blocks + b];
-    if (block < 0) return -1;
-    return (int64_t)block * kv->block_size + p % kv->block_size;
-}
-
-/* rope's freq_factors table for scaling FACTORS: n_rot / 2 finite positive
-** f32 values (docs/OPS.md, rope). */
-static inline int ref_check_freq_factors(const RadTensor *f, int64_t half)
-{
-    if (!f->data) return RAD_E_ARG;
-    if (f->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-    if (f->rank != 1 || f->shape[0] != half) return RAD_E_SHAPE;
-    const float *v = f->data;
-    for (int64_t i = 0; i < half; i++)
-        if (!(v[i] > 0) || v[i] > FLT_MAX) return RAD_E_ARG;   /* zero, negative, NaN or infinite */
-    return RAD_OK;
-}
-
-/* A layer's KV view that can hold M rows of n_head_kv heads of hd. */
-static inline int ref_check_kv(const RadKvView *kv, int64_t M, int64_t n_head_kv, int64_t hd)
-{
-    if (!kv || !kv->k || !kv->v || !kv->block_table || !kv->token_seq || !kv->positions)
-        return RAD_E_ARG;
-    if (kv->enc != RAD_ENC_F32 && kv->enc != RAD_ENC_F16) return RAD_E_UNSUPPORTED;
-    if (kv->n_head_kv != n_head_kv || kv->head_dim != hd) return RAD_E_SHAPE;
-    if (kv->block_size <= 0 || kv->max_blocks <= 0 || M > kv->n_tok) return RAD_E_SHAPE;
-    if (kv->kv_row_bytes < n_head_kv * hd * ref_kv_elem_bytes(kv)) return RAD_E_SHAPE;
-    return RAD_OK;
-}
-
-/* embed_lookup's operands, and every id inside the table (RAD_E_RANGE). */
-static inline int ref_check_embed_lookup(const RadKernelArgs *a)
-{
-    int64_t M = ref_rows(a), N = a->param[RAD_EMBED_LOOKUP_N].i;
-    const RadTensor *ids = &a->operand[RAD_EMBED_LOOKUP_IDS];
-    const RadTensor *table = &a->operand[RAD_EMBED_LOOKUP_TABLE];
-    int rc;
-    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
-    if (table->rank != 2) return table->data ? RAD_E_SHAPE : RAD_E_ARG;
-    int64_t vocab = table->shape[0];
-    if ((rc = ref_check_index(ids, M)) || (rc = ref_check_weight(table, vocab, N)) ||
-        (rc = ref_check_act(&a->operand[RAD_EMBED_LOOKUP_OUT], M, N)))
-        return rc;
-    const int32_t *id = ids->data;
-    for (int64_t m = 0; m < M; m++)
-        if (id[m] < 0 || id[m] >= vocab) return RAD_E_RANGE;
-    return RAD_OK;
-}
-
-/* attn_paged's parameters and operands, for a kernel serving head_dim up to
-** max_head_dim.  The positions' blocks are each kernel's to check. */
-static inline int ref_check_attn(const RadKernelArgs *a, int64_t max_head_dim)
-{
-    int64_t M = ref_rows(a);
-    int64_t n_head = a->param[RAD_ATTN_N_HEAD].i, n_head_kv = a->param[RAD_ATTN_N_HEAD_KV].i;
-    int64_t hd = a->param[RAD_ATTN_HEAD_DIM].i;
-    const RadTensor *sinks = &a->operand[RAD_ATTN_SINKS];
-    int rc;
-    if (M <= 0 || n_head <= 0 || n_head_kv <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if (n_head % n_head_kv) return RAD_E_SHAPE;
-    if (hd > max_head_dim) return RAD_E_UNSUPPORTED;
-    if (a->param[RAD_ATTN_WINDOW].i < 0) return RAD_E_ARG;
-    if ((rc = ref_check_kv(a->kv, M, n_head_kv, hd)) ||
-        (rc = ref_check_act(&a->operand[RAD_ATTN_Q], M, n_head * hd)) ||
-        (rc = ref_check_act(&a->operand[RAD_ATTN_OUT], M, n_head * hd)))
-        return rc;
-    /* Sinks are optional: absent means no sink term at all. */
-    if (sinks->data) {
-        if (sinks->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
-        if (sinks->rank != 1 || sinks->shape[0] != n_head) return RAD_E_SHAPE;
-    }
-    return RAD_OK;
-}
 
 #pragma GCC visibility pop
 

@@ -1,7 +1,7 @@
 /*
 ** ref_library.c: the reference kernel library's export.
 **
-** A row per op (two for the GEMMs, below), priority 0, host domain, no
+** A row per op, priority 0, host domain, no
 ** constraint on M: whatever else is loaded, ref can serve every op of
 ** docs/OPS.md at every row count, so a model always runs, and every faster
 ** kernel has something to be compared against.  The core tries ref last by default.
@@ -11,30 +11,21 @@
 ** parameter (the table's encoding is read from the operand), so an
 ** undecodable table is refused when the op first runs, by rad_dequant_row.
 **
-** rad_dequant_row decodes 15 encodings, but an IN constraint lists at most
-** RAD_MAX_IN_VALUES (8).  So each GEMM has two rows, alike but for their
-** names and IN lists, which split the decodable encodings between them
-** without overlap: at most one row matches a given weight, and the core's
-** refusal message names both lists.  A GE/LE range on `enc` would be
-** shorter but wrong: the ids are not contiguous (9, 15..19, 21..29 are
-** encodings ref does not decode), and a range would accept those at
-** declare time only to fail when the op first ran.  Growing the IN list
-** would change the kernel ABI.  A test checks that the lists together are
-** exactly what rad_dequant_supported answers yes to.
+** One IN list names every encoding rad_dequant_row decodes.  A GE/LE range
+** on `enc` would be shorter but wrong: the ids are not contiguous (9,
+** 15..19, 21..29 are encodings ref does not decode), and a range would
+** accept those at declare time only to fail when the op first ran.  A test
+** checks that the list is exactly what rad_dequant_supported answers yes
+** to.
 */
 #include "ref_internal.h"
 
-/* The weight encodings rad_dequant_row decodes, in two lists of at most
-** RAD_MAX_IN_VALUES: the float formats and GGUF's original 32-element
-** quants, then the 256-element k-quants and the two 4-bit grids. */
+/* The weight encodings rad_dequant_row decodes (at most RAD_MAX_IN_VALUES). */
 #define ENC_DECODABLE \
-    {.param = "enc", .kind = RAD_C_IN, .n_values = 8, \
+    {.param = "enc", .kind = RAD_C_IN, .n_values = 15, \
      .values = {RAD_ENC_F32, RAD_ENC_F16, RAD_ENC_BF16, RAD_ENC_Q8_0, RAD_ENC_Q4_0, \
-                RAD_ENC_Q4_1, RAD_ENC_Q5_0, RAD_ENC_Q5_1}}
-#define ENC_DECODABLE_KQ \
-    {.param = "enc", .kind = RAD_C_IN, .n_values = 7, \
-     .values = {RAD_ENC_Q2_K, RAD_ENC_Q3_K, RAD_ENC_Q4_K, RAD_ENC_Q5_K, RAD_ENC_Q6_K, \
-                RAD_ENC_IQ4_NL, RAD_ENC_MXFP4}}
+                RAD_ENC_Q4_1, RAD_ENC_Q5_0, RAD_ENC_Q5_1, RAD_ENC_Q2_K, RAD_ENC_Q3_K, \
+                RAD_ENC_Q4_K, RAD_ENC_Q5_K, RAD_ENC_Q6_K, RAD_ENC_IQ4_NL, RAD_ENC_MXFP4}}
 
 /* The block size attn_paged assumes when the core sizes the cache.  The
 ** kernel itself reads any block size from the view. */
@@ -62,13 +53,6 @@ static const RadKernelRow rows[] = {
     ROW("gather_rows", ref_gather_rows),
     {.op = "logits_gemm", .name = "logits_gemm", .n_constraints = 1,
      .constraints = {ENC_DECODABLE}, .priority = 0, .domain = RAD_DOMAIN_HOST,
-     .launch = ref_logits_gemm},
-    /* The second rows of the GEMMs (see the top of this file). */
-    {.op = "gemm_nt", .name = "gemm_nt_kq", .n_constraints = 1,
-     .constraints = {ENC_DECODABLE_KQ}, .priority = 0, .domain = RAD_DOMAIN_HOST,
-     .launch = ref_gemm_nt},
-    {.op = "logits_gemm", .name = "logits_gemm_kq", .n_constraints = 1,
-     .constraints = {ENC_DECODABLE_KQ}, .priority = 0, .domain = RAD_DOMAIN_HOST,
      .launch = ref_logits_gemm},
 };
 

@@ -38,7 +38,7 @@ static void norm_row(const float *x, float *out, int64_t n, const RadTensor *w,
 
 int ref_rmsnorm(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a), N = a->param[RAD_RMSNORM_N].i;
+    int64_t M = rad_op_rows(a), N = a->param[RAD_RMSNORM_N].i;
     double eps = a->param[RAD_RMSNORM_EPS].f, w_offset = a->param[RAD_RMSNORM_W_OFFSET].f;
     const RadTensor *x = &a->operand[RAD_RMSNORM_X];
     const RadTensor *w = &a->operand[RAD_RMSNORM_W];
@@ -46,17 +46,17 @@ int ref_rmsnorm(const RadKernelArgs *a)
     int rc;
 
     if (M <= 0 || N <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(x, M, N)) || (rc = ref_check_weight(w, 1, N)) ||
-        (rc = ref_check_act(out, M, N)))
+    if ((rc = rad_check_act(x, M, N)) || (rc = rad_check_weight(w, 1, N)) ||
+        (rc = rad_check_act(out, M, N)))
         return rc;
 
-    for (int64_t m = 0; m < M; m++) norm_row(ref_row(x, m), ref_row(out, m), N, w, eps, w_offset);
+    for (int64_t m = 0; m < M; m++) norm_row(rad_act_row(x, m), rad_act_row(out, m), N, w, eps, w_offset);
     return RAD_OK;
 }
 
 int ref_rmsnorm_add(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a), N = a->param[RAD_RMSNORM_ADD_N].i;
+    int64_t M = rad_op_rows(a), N = a->param[RAD_RMSNORM_ADD_N].i;
     double eps = a->param[RAD_RMSNORM_ADD_EPS].f;
     double w_offset = a->param[RAD_RMSNORM_ADD_W_OFFSET].f;
     const RadTensor *x = &a->operand[RAD_RMSNORM_ADD_X];
@@ -66,23 +66,23 @@ int ref_rmsnorm_add(const RadKernelArgs *a)
     int rc;
 
     if (M <= 0 || N <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(x, M, N)) || (rc = ref_check_act(d, M, N)) ||
-        (rc = ref_check_weight(w, 1, N)) || (rc = ref_check_act(out, M, N)))
+    if ((rc = rad_check_act(x, M, N)) || (rc = rad_check_act(d, M, N)) ||
+        (rc = rad_check_weight(w, 1, N)) || (rc = rad_check_act(out, M, N)))
         return rc;
 
     for (int64_t m = 0; m < M; m++) {
-        float *xr = ref_row(x, m);
-        const float *dr = ref_row(d, m);
+        float *xr = rad_act_row(x, m);
+        const float *dr = rad_act_row(d, m);
         /* The residual stays f32: this add rounds exactly as `add` does. */
         for (int64_t i = 0; i < N; i++) xr[i] = xr[i] + dr[i];
-        norm_row(xr, ref_row(out, m), N, w, eps, w_offset);
+        norm_row(xr, rad_act_row(out, m), N, w, eps, w_offset);
     }
     return RAD_OK;
 }
 
 int ref_qk_norm(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int64_t n_head = a->param[RAD_QK_NORM_N_HEAD].i, hd = a->param[RAD_QK_NORM_HEAD_DIM].i;
     double eps = a->param[RAD_QK_NORM_EPS].f, w_offset = a->param[RAD_QK_NORM_W_OFFSET].f;
     const RadTensor *x = &a->operand[RAD_QK_NORM_X];
@@ -90,11 +90,11 @@ int ref_qk_norm(const RadKernelArgs *a)
     int rc;
 
     if (M <= 0 || n_head <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if ((rc = ref_check_act(x, M, n_head * hd)) || (rc = ref_check_weight(w, 1, hd))) return rc;
+    if ((rc = rad_check_act(x, M, n_head * hd)) || (rc = rad_check_weight(w, 1, hd))) return rc;
 
     for (int64_t m = 0; m < M; m++)
         for (int64_t h = 0; h < n_head; h++) {
-            float *head = ref_row(x, m) + h * hd;
+            float *head = rad_act_row(x, m) + h * hd;
             norm_row(head, head, hd, w, eps, w_offset);
         }
     return RAD_OK;

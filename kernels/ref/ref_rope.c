@@ -15,7 +15,9 @@
 ** `factor`, keeps the high ones, and blends in between (below); factors
 ** divides pair i's by freq_factors[i], a table the model file carries
 ** (GGUF's rope_freqs.weight: llama.cpp's converter writes llama3 scaling
-** that way, the blend precomputed per pair).
+** that way, the blend precomputed per pair); yarn blends each pair between
+** its own frequency and the frequency divided by `factor` along a ramp over
+** the pairs, and multiplies cos and sin by an attention factor.
 **
 ** Why the float32 care: an angle is pos * inv_freq, so one ulp of inv_freq
 ** moves the angle at position 8000 by about 5e-4 rad, far more than the
@@ -27,6 +29,7 @@
 */
 #include <math.h>
 
+#include "../ops/rad_rope.h"
 #include "ref_internal.h"
 
 typedef struct RopeScale {
@@ -37,6 +40,10 @@ typedef struct RopeScale {
     float orig_ctx;
     double low_wavelen, high_wavelen;   /* orig_ctx / low_ff, orig_ctx / high_ff */
     double ff_span;                     /* high_ff - low_ff */
+    /* YARN: the ramp between the dims kept (extrapolated) and the dims
+    ** stretched (interpolated), and the factor on cos and sin */
+    float ramp_lo, ramp_span;           /* f32(low), f32(high - low) */
+    float attn;
 } RopeScale;
 
 /* inv_freq of pair i, in float32 step by step as HF's rope init functions:
@@ -47,15 +54,26 @@ typedef struct RopeScale {
 **     wavelen < orig/high_ff         -> inv            (high frequency)
 **     otherwise s = (orig / wavelen - low_ff) / (high_ff - low_ff),
 **               inv = (1 - s) * inv / factor + s * inv
+**   yarn: with p = theta^(2i / n_rot) and the ramp r = clamp((i - low) /
+**     (high - low), 0, 1) (rope_scale computes low and high),
+**     e = 1 - r,  inv = (1 / (factor * p)) * (1 - e) + (1 / p) * e
 ** PyTorch evaluates `c / t` for a Python scalar c as reciprocal(t) * c, and
 ** casts Python scalars to float32 before each operation; both are mirrored. */
 static float rope_inv_freq(int64_t i, int64_t n_rot, float theta, const RopeScale *sc)
 {
     float e = (float)(2 * i) / (float)n_rot;
-    float inv = 1.0f / (float)pow((double)theta, (double)e);
+    float pos_freq = (float)pow((double)theta, (double)e);
+    float inv = 1.0f / pos_freq;
 
     if (sc->kind == RAD_ROPE_SCALING_LINEAR) return inv / sc->factor;
     if (sc->kind == RAD_ROPE_SCALING_FACTORS) return inv / sc->freq_factors[i];
+    if (sc->kind == RAD_ROPE_SCALING_YARN) {
+        float interp = 1.0f / (sc->factor * pos_freq);
+        float ramp = ((float)i - sc->ramp_lo) / sc->ramp_span;
+        ramp = ramp < 0.0f ? 0.0f : ramp > 1.0f ? 1.0f : ramp;
+        float extrap_share = 1.0f - ramp;
+        return interp * (1.0f - extrap_share) + inv * extrap_share;
+    }
     if (sc->kind != RAD_ROPE_SCALING_LLAMA3) return inv;
 
     const float two_pi = (float)6.28318530717958647692;
@@ -69,46 +87,48 @@ static float rope_inv_freq(int64_t i, int64_t n_rot, float theta, const RopeScal
     return (1.0f - s) * scaled / sc->factor + s * scaled;
 }
 
-/* Read and check the scaling parameters. */
-static int rope_scale(const RadKernelArgs *a, RopeScale *sc)
+/* Read the scaling parameters (rad_check_rope has checked them). */
+static void rope_scale(const RadKernelArgs *a, RopeScale *sc)
 {
     sc->kind = (int)a->param[RAD_ROPE_SCALING].i;
     sc->factor = (float)a->param[RAD_ROPE_FACTOR].f;
     sc->low_freq_factor = (float)a->param[RAD_ROPE_LOW_FREQ_FACTOR].f;
     sc->high_freq_factor = (float)a->param[RAD_ROPE_HIGH_FREQ_FACTOR].f;
     sc->orig_ctx = (float)a->param[RAD_ROPE_ORIG_CTX].i;
+    sc->attn = 1.0f;
 
     double orig = (double)a->param[RAD_ROPE_ORIG_CTX].i;
     double low_ff = a->param[RAD_ROPE_LOW_FREQ_FACTOR].f;
     double high_ff = a->param[RAD_ROPE_HIGH_FREQ_FACTOR].f;
 
-    switch (a->param[RAD_ROPE_SCALING].i) {
-    case RAD_ROPE_SCALING_NONE:
-        return RAD_OK;
-    case RAD_ROPE_SCALING_LINEAR:
-        return sc->factor > 0 ? RAD_OK : RAD_E_ARG;
-    case RAD_ROPE_SCALING_FACTORS: {
-        const RadTensor *f = &a->operand[RAD_ROPE_FREQ_FACTORS];
-        int rc = ref_check_freq_factors(f, a->param[RAD_ROPE_N_ROT].i / 2);
-        sc->freq_factors = f->data;
-        return rc;
-    }
+    switch (sc->kind) {
+    case RAD_ROPE_SCALING_FACTORS:
+        sc->freq_factors = a->operand[RAD_ROPE_FREQ_FACTORS].data;
+        break;
     case RAD_ROPE_SCALING_LLAMA3:
-        if (!(sc->factor > 0) || !(sc->low_freq_factor > 0) ||
-            !(sc->high_freq_factor > sc->low_freq_factor) || a->param[RAD_ROPE_ORIG_CTX].i <= 0)
-            return RAD_E_ARG;
         /* HF computes these from Python numbers, so they stay double. */
         sc->low_wavelen = orig / low_ff;
         sc->high_wavelen = orig / high_ff;
         sc->ff_span = high_ff - low_ff;
-        return RAD_OK;
+        break;
+    case RAD_ROPE_SCALING_YARN: {
+        double lo, hi;
+        rad_rope_yarn_range(a->param[RAD_ROPE_THETA].f, a->param[RAD_ROPE_N_ROT].i, a->param[RAD_ROPE_ORIG_CTX].i,
+                            a->param[RAD_ROPE_BETA_FAST].f, a->param[RAD_ROPE_BETA_SLOW].f,
+                            a->param[RAD_ROPE_TRUNCATE].i == RAD_ROPE_TRUNCATE_ON, &lo, &hi);
+        sc->ramp_lo = (float)lo;
+        sc->ramp_span = (float)(hi - lo);
+        sc->attn = (float)rad_rope_yarn_attn(a->param[RAD_ROPE_ATTN_FACTOR].f, a->param[RAD_ROPE_FACTOR].f);
+        break;
     }
-    return RAD_E_UNSUPPORTED;
+    default:
+        break;
+    }
 }
 
 int ref_rope(const RadKernelArgs *a)
 {
-    int64_t M = ref_rows(a);
+    int64_t M = rad_op_rows(a);
     int64_t n_head = a->param[RAD_ROPE_N_HEAD].i, hd = a->param[RAD_ROPE_HEAD_DIM].i;
     int64_t n_rot = a->param[RAD_ROPE_N_ROT].i, mode = a->param[RAD_ROPE_MODE].i;
     float theta = (float)a->param[RAD_ROPE_THETA].f;
@@ -117,12 +137,8 @@ int ref_rope(const RadKernelArgs *a)
     RopeScale sc = {0};
     int rc;
 
-    if (M <= 0 || n_head <= 0 || hd <= 0) return RAD_E_SHAPE;
-    if (n_rot <= 0 || n_rot % 2 || n_rot > hd) return RAD_E_SHAPE;
-    if (mode != RAD_ROPE_MODE_NEOX && mode != RAD_ROPE_MODE_ADJACENT) return RAD_E_UNSUPPORTED;
-    if (!(theta > 0)) return RAD_E_ARG;
-    if ((rc = rope_scale(a, &sc))) return rc;
-    if ((rc = ref_check_act(x, M, n_head * hd)) || (rc = ref_check_index(positions, M))) return rc;
+    if ((rc = rad_check_rope(a))) return rc;
+    rope_scale(a, &sc);
 
     const int32_t *pos = positions->data;
     int64_t half = n_rot / 2;
@@ -135,8 +151,13 @@ int ref_rope(const RadKernelArgs *a)
         for (int64_t m = 0; m < M; m++) {
             float angle = (float)pos[m] * inv;
             float c = (float)cos((double)angle), s = (float)sin((double)angle);
+            /* YaRN scales cos and sin (HF: emb.cos() * attention_scaling) */
+            if (sc.kind == RAD_ROPE_SCALING_YARN) {
+                c *= sc.attn;
+                s *= sc.attn;
+            }
             for (int64_t h = 0; h < n_head; h++) {
-                float *head = ref_row(x, m) + h * hd;
+                float *head = rad_act_row(x, m) + h * hd;
                 float xa = head[ia], xb = head[ib];
                 head[ia] = xa * c - xb * s;
                 head[ib] = xb * c + xa * s;

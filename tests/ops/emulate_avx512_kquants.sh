@@ -73,7 +73,7 @@ $CC $FLAGS -c "$tmp/features.c" -o "$tmp/features.o"
 $CC $FLAGS -mavx2 -mfma -mf16c -c kernels/cpu/dot_kquants_avx2.c -o "$tmp/avx2.o"
 $CC $FLAGS -mavx2 -mfma -mf16c -c kernels/cpu/act_q8k_avx2.c -o "$tmp/act_avx2.o"
 $CC $FLAGS -o "$tmp/test" tests/ops/test_cpu_kquants.c kernels/cpu/dot_kquants_portable.c kernels/cpu/act_q8k.c \
-    kernels/ref/dequant.c kernels/ref/dequant_kquants.c base/encoding.c base/error.c formats/quantize.c \
+    kernels/ops/dequant.c kernels/ops/dequant_kquants.c base/encoding.c base/error.c formats/quantize.c \
     formats/quantize_kquants.c formats/gguf.c formats/file_access.c "$tmp/avx512_emul.o" "$tmp/features.o" "$tmp/avx2.o" \
     "$tmp/act_avx2.o" -lcmocka -lm
 "$tmp/test"

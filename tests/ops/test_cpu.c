@@ -39,8 +39,8 @@
 #include "../../base/rad_half.h"
 #include "../../formats/quantize.h"
 #include "../../kernels/rad_kernel.h"
-#include "../../kernels/ref/rad_dequant.h"
-#include "../../kernels/ref/rad_ops.h"
+#include "../../kernels/ops/rad_dequant.h"
+#include "../../kernels/ops/rad_ops.h"
 
 extern const RadKernelLibrary rad_kernel_library; /* ref, linked in */
 

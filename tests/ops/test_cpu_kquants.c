@@ -34,7 +34,7 @@
 #include "../../formats/quantize.h"
 #include "../../kernels/cpu/cpu_internal.h"
 #include "../../kernels/cpu/kquants.h"
-#include "../../kernels/ref/rad_dequant.h"
+#include "../../kernels/ops/rad_dequant.h"
 
 /* The dispatch tables, which cpu_library.c owns inside the library. */
 CpuEncKernels cpu_enc[RAD_ENC_COUNT];

@@ -29,7 +29,7 @@
 #include "ref_harness.h"
 
 #include "../../base/rad_half.h"
-#include "../../kernels/ref/rad_ops.h"
+#include "../../kernels/ops/rad_ops.h"
 
 /* ------------------------------------------------------- the library */
 

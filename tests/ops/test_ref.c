@@ -15,8 +15,8 @@
 #include "ref_harness.h"
 
 #include "../../base/rad_half.h"
-#include "../../kernels/ref/rad_dequant.h"
-#include "../../kernels/ref/rad_ops.h"
+#include "../../kernels/ops/rad_dequant.h"
+#include "../../kernels/ops/rad_ops.h"
 
 /* ------------------------------------------------------------- library */
 
@@ -29,7 +29,7 @@ static void test_library_shape(void **state)
     assert_int_equal(lib->abi_version, RAD_KERNEL_ABI_VERSION);
     assert_string_equal(lib->name, "ref");
     assert_int_equal(lib->n_schemas, rad_op_schema_count);
-    assert_int_equal(lib->n_rows, lib->n_schemas + 2);   /* two rows per GEMM */
+    assert_int_equal(lib->n_rows, lib->n_schemas);       /* one row per op */
     for (int i = 0; i < lib->n_schemas; i++) {
         const RadOpSchema *s = &lib->schemas[i];
         int ranged = 0;
@@ -44,8 +44,8 @@ static void test_library_shape(void **state)
         Call c = call_new(s->op, 1);
         for (int k = 0; k < r->n_constraints; k++) param_at(&c, r->constraints[k].param);
     }
-    /* every row, the GEMMs' second rows included: an op with a schema, a
-    ** name no other row has, and the same launch as the op's first row */
+    /* every row: an op with a schema, a name no other row has, and the
+    ** launch find_row found for its op */
     for (int i = 0; i < lib->n_rows; i++) {
         const RadKernelRow *r = &lib->rows[i];
         assert_non_null(find_schema(r->op));
@@ -73,7 +73,7 @@ static void test_schema_table(void **state)
         {"silu_mul", "M N | gate up out"},
         {"gelu_mul", "M N | gate up out"},
         {"rope", "M n_head head_dim n_rot mode theta scaling factor low_freq_factor "
-                 "high_freq_factor orig_ctx | x positions freq_factors"},
+                 "high_freq_factor orig_ctx beta_fast beta_slow attn_factor truncate | x positions freq_factors"},
         {"qk_norm", "M n_head head_dim eps w_offset | x w"},
         {"kv_store", "M n_head_kv head_dim | k v kv"},
         {"attn_paged", "M n_head n_head_kv head_dim scale window softcap | q kv out sinks"},

@@ -4,7 +4,7 @@
 ** the arm64 cross build run under qemu-user, with -Itests/ops/cmocka_lite.
 **
 **   aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -Ibase -Itests/ops/cmocka_lite \
-**       -o test_cpu_ops tests/ops/test_cpu_ops.c kernels/ref/(every .c) \
+**       -o test_cpu_ops tests/ops/test_cpu_ops.c kernels/ref/*.c kernels/ops/*.c \
 **       base/encoding.c base/error.c -lpthread -ldl -lm
 **
 ** A failed assertion prints its message and abandons the test (longjmp);

@@ -58,9 +58,10 @@ const RadOpSchema rad_op_schemas[] = {
      3, {IN("gate"), IN("up"), OUT("out")}},
 
     {"rope",
-     11, {RANGE("M"), INT("n_head"), INT("head_dim"), INT("n_rot"), INT("mode"),
+     15, {RANGE("M"), INT("n_head"), INT("head_dim"), INT("n_rot"), INT("mode"),
           FLOAT("theta"), INT("scaling"), FLOAT("factor"), FLOAT("low_freq_factor"),
-          FLOAT("high_freq_factor"), INT("orig_ctx")},
+          FLOAT("high_freq_factor"), INT("orig_ctx"), FLOAT("beta_fast"), FLOAT("beta_slow"),
+          FLOAT("attn_factor"), INT("truncate")},
      3, {INOUT("x"), INDEX("positions"), OPTIONAL_WEIGHT("freq_factors")}},
 
     {"qk_norm",

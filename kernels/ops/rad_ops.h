@@ -1,12 +1,13 @@
 /*
 ** rad_ops.h: the op vocabulary as C data, shared by every kernel library.
 **
-** docs/OPS.md describes each op in prose; kernels/ref/schemas.c states the
+** docs/OPS.md describes each op in prose; kernels/ops/schemas.c states the
 ** same thing as a table of RadOpSchema, and this header names the positions
-** inside it.  A library that serves these ops (ref today, cpu tomorrow)
+** inside it.  Every library that serves these ops (ref, cpu, later cuda)
 ** compiles schemas.c into itself and exports rad_op_schemas as its schema
 ** table, so no two libraries can disagree about a parameter's name or an
-** operand's place.
+** operand's place.  The values parameters take (rope's modes and scaling
+** kinds) are in rad_op_values.h, which plugins include too.
 **
 ** The enums below are positions in args->param[] and args->operand[], in
 ** schema order.  They must follow the table in schemas.c exactly; the test
@@ -17,6 +18,7 @@
 #define RAD_OPS_H
 
 #include "../rad_kernel.h"
+#include "rad_op_values.h"
 
 #define RAD_OP_SCHEMA_COUNT 15
 
@@ -51,21 +53,17 @@ enum { RAD_GATED_N = 1 };
 enum { RAD_GATED_GATE, RAD_GATED_UP, RAD_GATED_OUT };
 
 /* rope(M, n_head, head_dim, n_rot, mode, theta, scaling, factor,
-**      low_freq_factor, high_freq_factor, orig_ctx; x, positions, freq_factors?)
-** freq_factors (f32, n_rot/2) serves scaling FACTORS and only it. */
+**      low_freq_factor, high_freq_factor, orig_ctx, beta_fast, beta_slow,
+**      attn_factor, truncate; x, positions, freq_factors?)
+** freq_factors (f32, n_rot/2) serves scaling FACTORS and only it; the last
+** four parameters serve scaling YARN and only it (rad_op_values.h). */
 enum {
     RAD_ROPE_N_HEAD = 1, RAD_ROPE_HEAD_DIM, RAD_ROPE_N_ROT, RAD_ROPE_MODE,
     RAD_ROPE_THETA, RAD_ROPE_SCALING, RAD_ROPE_FACTOR, RAD_ROPE_LOW_FREQ_FACTOR,
-    RAD_ROPE_HIGH_FREQ_FACTOR, RAD_ROPE_ORIG_CTX
+    RAD_ROPE_HIGH_FREQ_FACTOR, RAD_ROPE_ORIG_CTX, RAD_ROPE_BETA_FAST, RAD_ROPE_BETA_SLOW,
+    RAD_ROPE_ATTN_FACTOR, RAD_ROPE_TRUNCATE
 };
 enum { RAD_ROPE_X, RAD_ROPE_POSITIONS, RAD_ROPE_FREQ_FACTORS };
-
-/* rope's mode and scaling values */
-enum { RAD_ROPE_MODE_NEOX = 0, RAD_ROPE_MODE_ADJACENT = 1 };
-enum {
-    RAD_ROPE_SCALING_NONE = 0, RAD_ROPE_SCALING_LINEAR = 1, RAD_ROPE_SCALING_LLAMA3 = 2,
-    RAD_ROPE_SCALING_FACTORS = 3    /* inv_freq_i / freq_factors[i]: GGUF's rope_freqs.weight */
-};
 
 /* qk_norm(M, n_head, head_dim, eps, w_offset; x, w) */
 enum { RAD_QK_NORM_N_HEAD = 1, RAD_QK_NORM_HEAD_DIM, RAD_QK_NORM_EPS, RAD_QK_NORM_W_OFFSET };
