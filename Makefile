@@ -290,6 +290,10 @@ CPU_TEST_OBJ := $(BUILD)/obj/formats/quantize.o $(BUILD)/obj/formats/quantize_kq
     $(BUILD)/obj/formats/quantize_kref.o
 $(BUILD)/tests/ops/test_cpu: $(CPU_TEST_OBJ)
 $(BUILD)/tests/ops/test_cpu: TESTLIBS = $(CPU_TEST_OBJ) -lpthread -ldl -lm
+# tests/ops/test_invariance.c: every op, ref and cpu, each row against the
+# same row computed alone (docs/OPS.md, batch and placement invariance).
+$(BUILD)/tests/ops/test_invariance: $(CPU_TEST_OBJ)
+$(BUILD)/tests/ops/test_invariance: TESTLIBS = $(CPU_TEST_OBJ) -lcmocka -lpthread -ldl -lm
 
 NEON_BUILD ?= $(BUILD)/neon
 NEON_CC    ?= aarch64-linux-gnu-gcc
@@ -303,12 +307,19 @@ NEON_OPS_SRC := tests/ops/test_cpu_ops.c $(filter-out base/encoding.c,$(REF_SRC)
 $(BUILD)/tests/ops/test_cpu_ops_neon: $(NEON_OPS_SRC) $(HEADERS) tests/ops/cmocka_lite/cmocka.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/ops/cmocka_lite -o $@ $(NEON_OPS_SRC) -lpthread -ldl -lm
+NEON_INV_SRC := tests/ops/test_invariance.c $(filter-out base/encoding.c,$(REF_SRC)) base/encoding.c base/error.c \
+    formats/quantize.c formats/quantize_kquants.c
+$(BUILD)/tests/ops/test_invariance_neon: $(NEON_INV_SRC) $(HEADERS) tests/ops/cmocka_lite/cmocka.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/ops/cmocka_lite -o $@ $(NEON_INV_SRC) -lpthread -ldl -lm
 .PHONY: test-neon
 test-neon:
 	$(MAKE) BUILD=$(NEON_BUILD) CC=$(NEON_CC) $(NEON_BUILD)/plugins/kernels/cpu.so \
-	    $(NEON_BUILD)/tests/ops/test_cpu_neon $(NEON_BUILD)/tests/ops/test_cpu_ops_neon
+	    $(NEON_BUILD)/tests/ops/test_cpu_neon $(NEON_BUILD)/tests/ops/test_cpu_ops_neon \
+	    $(NEON_BUILD)/tests/ops/test_invariance_neon
 	qemu-aarch64 -L /usr/aarch64-linux-gnu $(NEON_BUILD)/tests/ops/test_cpu_neon $(NEON_BUILD)/plugins/kernels/cpu.so
 	RADIANCE_HOME=$(abspath $(NEON_BUILD)) qemu-aarch64 -L /usr/aarch64-linux-gnu $(NEON_BUILD)/tests/ops/test_cpu_ops_neon
+	RADIANCE_HOME=$(abspath $(NEON_BUILD)) qemu-aarch64 -L /usr/aarch64-linux-gnu $(NEON_BUILD)/tests/ops/test_invariance_neon quick
 
 # The TUI layout test includes the app's layout sources directly.
 $(BUILD)/tests/unit/test_tui_layout: app/tui/tui_text.c app/tui/tui_markdown.c app/tui/tui_transcript.c

@@ -7,7 +7,7 @@
 ** super-block of 256 has a small integer scale (and offset) per sub-block
 ** of 16 or 32, multiplying one or two f16 factors; iq4_nl maps its codes
 ** through a non-uniform grid.  The best choice is a search, and this file's
-** search is our own, written from the formats (kernels/ref/dequant*.c
+** search is our own, written from the formats (kernels/ops/dequant*.c
 ** define what the bytes mean).  It is not llama.cpp's make_qkx2_quants /
 ** make_qx_quants family, so the bytes differ from llama.cpp's, but every
 ** block is valid GGUF and decodes anywhere; the round-trip error is within
@@ -190,7 +190,7 @@ static void signed_codes(const float *x, int n, float d, int sc, int qlo, int qh
 
 /* ------------------------------------------------------------ q2_k */
 
-/* Layout (kernels/ref/dequant_kquants.c): scales[16] (scale | offset << 4),
+/* Layout (kernels/ops/dequant_kquants.c): scales[16] (scale | offset << 4),
 ** qs[64], d, dmin.  Element e = 128h + 32j + l: 2 bits at qs[32h + l],
 ** shift 2j; group e / 16. */
 int rad_qz_block_q2_k(const float *x, uint8_t *out, int64_t first)

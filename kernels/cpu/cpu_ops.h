@@ -93,6 +93,8 @@ typedef struct CpuAttnOps {
                    int64_t hd, float *acc);
     /* n rows of hd f16 values, src rows stride bytes apart, into dst[n][hd]. */
     void (*rows_from_f16)(const void *src, size_t stride, int n, int64_t hd, float *dst);
+    /* acc[d] = fma(part[d], b, acc[d] * a): one part folded into the others. */
+    void (*fold)(float *acc, const float *part, float a, float b, int64_t n);
 } CpuAttnOps;
 
 extern const CpuVecOps cpu_vec_portable;

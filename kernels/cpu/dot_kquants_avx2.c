@@ -11,15 +11,14 @@
 ** q5_k first add the pair sums of each 32-element sub-block together in
 ** int16 (fold2, fold4), so a block needs 2 madds instead of 8: these
 ** kernels are bound by instruction throughput, not by memory, on a Zen 2.
-** Each block then adds d_w * d_a times its 8 lanes into 8 f32 lanes (one
-** fma); offsets (q2_k, q4_k, q5_k) go to a second accumulator the same
-** way; the row's result is the lanes' sum in a fixed order.
+** Each block's lanes then sum to the block's exact integers (isum, and the
+** offsets' msum for q2_k, q4_k, q5_k), which take the canonical step of
+** kquants.h: the portable file's operations, so both give the same bits.
 **
 ** Determinism: a tile computes each (activation row, weight row) pair with
 ** the same instructions in the same order as the single dot (both are the
 ** one inline kernel, for 1..4 activation rows), so the two agree bit for
-** bit.  Results differ from the portable file's in the last bits (it sums
-** each block to one integer and adds in one f32), within the tests' bound.
+** bit, and both agree with the portable file and the x8 tiles.
 */
 #if defined(__x86_64__)
 
@@ -90,8 +89,8 @@ INLINE void k4_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act_
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m16 = _mm256_set1_epi8(0x10);
     const size_t bytes = five ? Q5K_BYTES : Q4K_BYTES, qs_at = five ? Q5K_QS : Q4K_QS;
-    __m256 acc[TILE_ACT], accm[TILE_ACT];
-    for (int r = 0; r < NA; r++) acc[r] = accm[r] = _mm256_setzero_ps();
+    float acc[TILE_ACT];
+    for (int r = 0; r < NA; r++) acc[r] = 0.0f;
     for (int64_t b = 0; b < K / KQ_N; b++, w += bytes) {
         prefetch_ahead(w, bytes);
         const uint8_t *ab = act + b * Q8K_BYTES;
@@ -127,13 +126,12 @@ INLINE void k4_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act_
             __m256i sumi =
                 _mm256_add_epi32(_mm256_madd_epi16(pair[r][0], sc0), _mm256_madd_epi16(pair[r][1], sc1));
             __m256i msum = _mm256_madd_epi16(load256(a + Q8K_BSUMS), mins);
-            __m128 f = k4_factors(w + Q4K_D, kq_f32(a));
-            __m256 vd = _mm256_broadcastss_ps(f), vm = _mm256_broadcastss_ps(_mm_movehdup_ps(f));
-            acc[r] = _mm256_fmadd_ps(vd, _mm256_cvtepi32_ps(sumi), acc[r]);
-            accm[r] = _mm256_fmadd_ps(vm, _mm256_cvtepi32_ps(msum), accm[r]);
+            float da = kq_f32(a);
+            acc[r] = kq_step_min(acc[r], da * half(w + Q4K_D), hsum_i32(sumi), da * half(w + Q4K_DMIN),
+                                 hsum_i32(msum));
         }
     }
-    for (int r = 0; r < NA; r++) out[r * out_stride] = hsum8(acc[r]) - hsum8(accm[r]);
+    for (int r = 0; r < NA; r++) out[r * out_stride] = acc[r];
 }
 
 KQ_ENTRY_POINTS(q4_k, k4_rows, 0)
@@ -161,8 +159,8 @@ INLINE void q6k_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act
                      float *out, size_t out_stride, const int unused)
 {
     (void)unused;
-    __m256 acc[TILE_ACT];
-    for (int r = 0; r < NA; r++) acc[r] = _mm256_setzero_ps();
+    float acc[TILE_ACT];
+    for (int r = 0; r < NA; r++) acc[r] = 0.0f;
     for (int64_t b = 0; b < K / KQ_N; b++, w += Q6K_BYTES) {
         prefetch_ahead(w, Q6K_BYTES);
         const uint8_t *ab = act + b * Q8K_BYTES;
@@ -187,12 +185,9 @@ INLINE void q6k_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act
             }
         }
         float dw = half(w + Q6K_D);
-        for (int r = 0; r < NA; r++) {
-            float da = kq_f32(ab + r * act_stride);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
-        }
+        for (int r = 0; r < NA; r++) acc[r] = kq_step(acc[r], kq_f32(ab + r * act_stride) * dw, hsum_i32(sumi[r]));
     }
-    for (int r = 0; r < NA; r++) out[r * out_stride] = hsum8(acc[r]);
+    for (int r = 0; r < NA; r++) out[r * out_stride] = acc[r];
 }
 
 KQ_ENTRY_POINTS(q6_k, q6k_rows, 0)
@@ -204,7 +199,7 @@ static void dot_q2_k(int64_t K, const void *w_row, const void *act_row, float *o
     const uint8_t *w = w_row, *a = act_row;
     const __m128i m15 = _mm_set1_epi8(15);
     const __m256i m3 = _mm256_set1_epi8(3);
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    float acc = 0.0f;
     for (int64_t b = 0; b < K / KQ_N; b++, w += Q2K_BYTES, a += Q8K_BYTES) {
         __m128i sc = load128(w + Q2K_SCALES);
         __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), m15));
@@ -222,17 +217,16 @@ static void dot_q2_k(int64_t K, const void *w_row, const void *act_row, float *o
             }
         }
         float da = kq_f32(a);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(da * half(w + Q2K_D)), _mm256_cvtepi32_ps(sumi), acc);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(da * half(w + Q2K_DMIN)), _mm256_cvtepi32_ps(m), accm);
+        acc = kq_step_min(acc, da * half(w + Q2K_D), hsum_i32(sumi), da * half(w + Q2K_DMIN), hsum_i32(m));
     }
-    *out = hsum8(acc) - hsum8(accm);
+    *out = acc;
 }
 
 static void dot_q3_k(int64_t K, const void *w_row, const void *act_row, float *out)
 {
     const uint8_t *w = w_row, *a = act_row;
     const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4);
-    __m256 acc = _mm256_setzero_ps();
+    float acc = 0.0f;
     for (int64_t b = 0; b < K / KQ_N; b++, w += Q3K_BYTES, a += Q8K_BYTES) {
         int8_t sc8[16];
         kq_unpack_q3_scales(w + Q3K_SCALES, sc8);
@@ -252,9 +246,9 @@ static void dot_q3_k(int64_t K, const void *w_row, const void *act_row, float *o
                 sumi = scaled(sumi, s, _mm256_or_si256(lo, hi), load256(a + Q8K_QS + 128 * h + 32 * j));
             }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(kq_f32(a) * half(w + Q3K_D)), _mm256_cvtepi32_ps(sumi), acc);
+        acc = kq_step(acc, kq_f32(a) * half(w + Q3K_D), hsum_i32(sumi));
     }
-    *out = hsum8(acc);
+    *out = acc;
 }
 
 /* ------------------------------------------------------------------ fill */

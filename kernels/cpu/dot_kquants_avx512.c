@@ -9,9 +9,8 @@
 ** each activation load is one plain 64-byte load.  maddubs makes int16 pair
 ** sums (at most 2 * 63 * 127, no saturation) and vpdpwssd multiplies them by
 ** the int16 scales and adds into int32 lanes in one instruction.  A block's
-** lanes are exact integers; the f32 part is the AVX2 file's: d_w d_a times
-** the lanes by fma into f32 lanes, q4_k's offsets into a second
-** accumulator, the lanes summed in a fixed order at the end.
+** lanes are exact integers, summed per block and taking the canonical step
+** of kquants.h, so results equal the portable and AVX2 files' bit for bit.
 **
 ** Used only when the CPU has AVX512-VNNI (cpu_fill_kquants_avx512 checks);
 ** the other k-quants keep their AVX2 kernels.  Tiles and dots are one inline
@@ -57,9 +56,8 @@ INLINE void q4k_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act
                      float *out, size_t out_stride)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    __m512 acc[TILE_ACT];
-    __m256 accm[TILE_ACT];
-    for (int r = 0; r < NA; r++) acc[r] = _mm512_setzero_ps(), accm[r] = _mm256_setzero_ps();
+    float acc[TILE_ACT];
+    for (int r = 0; r < NA; r++) acc[r] = 0.0f;
     for (int64_t b = 0; b < K / KQ_N; b++, w += Q4K_BYTES) {
         const uint8_t *ab = act + b * Q8K_BYTES;
         __m128i sm = k4_scales(w + Q4K_SCALES);   /* bytes sc0..sc7, m0..m7 */
@@ -83,13 +81,12 @@ INLINE void q4k_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act
         for (int r = 0; r < NA; r++) {
             const uint8_t *a = ab + r * act_stride;
             __m256i msum = _mm256_madd_epi16(load256(a + Q8K_BSUMS), mins);
-            __m128 f = k4_factors(w + Q4K_D, kq_f32(a));
-            acc[r] = _mm512_fmadd_ps(_mm512_broadcastss_ps(f), _mm512_cvtepi32_ps(sumi[r]), acc[r]);
-            accm[r] =
-                _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(f)), _mm256_cvtepi32_ps(msum), accm[r]);
+            float da = kq_f32(a);
+            acc[r] = kq_step_min(acc[r], da * half(w + Q4K_D), _mm512_reduce_add_epi32(sumi[r]),
+                                 da * half(w + Q4K_DMIN), hsum_i32(msum));
         }
     }
-    for (int r = 0; r < NA; r++) out[r * out_stride] = _mm512_reduce_add_ps(acc[r]) - hsum8(accm[r]);
+    for (int r = 0; r < NA; r++) out[r * out_stride] = acc[r];
 }
 
 /* ------------------------------------------------------------------ q6_k */
@@ -107,8 +104,8 @@ INLINE void q6k_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act
                      float *out, size_t out_stride)
 {
     const __m512i m15 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
-    __m512 acc[TILE_ACT];
-    for (int r = 0; r < NA; r++) acc[r] = _mm512_setzero_ps();
+    float acc[TILE_ACT];
+    for (int r = 0; r < NA; r++) acc[r] = 0.0f;
     for (int64_t b = 0; b < K / KQ_N; b++, w += Q6K_BYTES) {
         const uint8_t *ab = act + b * Q8K_BYTES;
         __m256i sc16 = _mm256_cvtepi8_epi16(load128(w + Q6K_SCALES)); /* the 16 group scales */
@@ -141,12 +138,10 @@ INLINE void q6k_rows(int64_t K, const uint8_t *w, const uint8_t *act, size_t act
             }
         }
         float dw = half(w + Q6K_D);
-        for (int r = 0; r < NA; r++) {
-            float da = kq_f32(ab + r * act_stride);
-            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(da * dw), _mm512_cvtepi32_ps(sumi[r]), acc[r]);
-        }
+        for (int r = 0; r < NA; r++)
+            acc[r] = kq_step(acc[r], kq_f32(ab + r * act_stride) * dw, _mm512_reduce_add_epi32(sumi[r]));
     }
-    for (int r = 0; r < NA; r++) out[r * out_stride] = _mm512_reduce_add_ps(acc[r]);
+    for (int r = 0; r < NA; r++) out[r * out_stride] = acc[r];
 }
 
 /* ------------------------------------------------------- entry points */

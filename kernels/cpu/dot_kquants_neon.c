@@ -5,8 +5,7 @@
 ** Signed codes go straight into sdot (q4_k's 0..15, q6_k's code - 32 in
 ** -32..31), each scale group's lanes are multiplied by its scale in int32,
 ** and the block's integer is the exact sum the portable file computes; the
-** block is then scaled and added in f32 exactly as there (kq_add_block's three
-** roundings, blocks in order).  So this file's results equal the portable
+** block then takes the canonical step (kquants.h), blocks in order.  So this file's results equal the portable
 ** ones bit for bit, which tests check under qemu.  q2_k, q3_k and q5_k stay
 ** on the portable kernels (which the compiler vectorizes with NEON).
 */
@@ -46,8 +45,8 @@ static void dot_q4_k(int64_t K, const void *w_row, const void *act_row, float *o
             sum = vmlaq_n_s32(sum, hi, sc_m[2 * j + 1]);
         }
         float da = kq_f32(a + Q8K_D);
-        acc = kq_add_block(acc, da * kq_half(w + Q4K_D), vaddvq_s32(sum), da * kq_half(w + Q4K_DMIN),
-                           vaddvq_s32(mp));
+        acc = kq_step_min(acc, da * kq_half(w + Q4K_D), vaddvq_s32(sum), da * kq_half(w + Q4K_DMIN),
+                          vaddvq_s32(mp));
     }
     *out = acc;
 }
@@ -80,7 +79,7 @@ static void dot_q6_k(int64_t K, const void *w_row, const void *act_row, float *o
             }
         }
         float da = kq_f32(a + Q8K_D);
-        acc = kq_add_block(acc, da * kq_half(w + Q6K_D), vaddvq_s32(sum), 0.0f, 0);
+        acc = kq_step(acc, da * kq_half(w + Q6K_D), vaddvq_s32(sum));
     }
     *out = acc;
 }

@@ -12,8 +12,9 @@
 **                                       - dmin_w d_a  sum_g m_g bsums_g
 **
 ** (c_e the int8 activation codes, a_e = d_a c_e).  The row's result is the
-** blocks' contributions added in order, in f32, as ggml's generic q2_k
-** kernel adds them.  Element positions are kernels/ref/dequant_kquants.c's.
+** blocks' contributions added in order by the canonical step (kquants.h),
+** the same on every path and in every layout.  Element positions are
+** kernels/ops/dequant_kquants.c's.
 */
 #include "cpu_internal.h"
 #include "kquants.h"
@@ -52,7 +53,7 @@ static void dot_q2_k(int64_t K, const void *w_row, const void *act_row, float *o
             msum += (sc[g] >> 4) * kq_bsum(a, g);
         }
         float da = kq_f32(a + Q8K_D);
-        acc = kq_add_block(acc, da * kq_half(w + Q2K_D), isum, da * kq_half(w + Q2K_DMIN), msum);
+        acc = kq_step_min(acc, da * kq_half(w + Q2K_D), isum, da * kq_half(w + Q2K_DMIN), msum);
     }
     *out = acc;
 }
@@ -76,7 +77,7 @@ static void dot_q3_k(int64_t K, const void *w_row, const void *act_row, float *o
         int32_t isum = 0;
         for (int g = 0; g < 16; g++) isum += sc[g] * dot_i8(q + 16 * g, act_codes(a) + 16 * g, 16);
         float da = kq_f32(a + Q8K_D);
-        acc = kq_add_block(acc, da * kq_half(w + Q3K_D), isum, 0.0f, 0);
+        acc = kq_step(acc, da * kq_half(w + Q3K_D), isum);
     }
     *out = acc;
 }
@@ -107,7 +108,7 @@ static void dot_k4(int64_t K, const uint8_t *w, const uint8_t *a, float *out, in
             msum += sc_m[8 + sb] * (kq_bsum(a, 2 * sb) + kq_bsum(a, 2 * sb + 1));
         }
         float da = kq_f32(a + Q8K_D);
-        acc = kq_add_block(acc, da * kq_half(w + Q4K_D), isum, da * kq_half(w + Q4K_DMIN), msum);
+        acc = kq_step_min(acc, da * kq_half(w + Q4K_D), isum, da * kq_half(w + Q4K_DMIN), msum);
     }
     *out = acc;
 }
@@ -145,7 +146,7 @@ static void dot_q6_k(int64_t K, const void *w_row, const void *act_row, float *o
         int32_t isum = 0;
         for (int g = 0; g < 16; g++) isum += sc[g] * dot_i8(q + 16 * g, act_codes(a) + 16 * g, 16);
         float da = kq_f32(a + Q8K_D);
-        acc = kq_add_block(acc, da * kq_half(w + Q6K_D), isum, 0.0f, 0);
+        acc = kq_step(acc, da * kq_half(w + Q6K_D), isum);
     }
     *out = acc;
 }

@@ -1,34 +1,31 @@
 /*
 ** dot_q32_avx2.c: the 32-element block encodings against Q8_0 / Q8_1
-** activation blocks with AVX2, FMA and F16C (formulas: dot_q32_portable.c).
+** activation blocks with AVX2, FMA and F16C, weights in the stored layout
+** (formulas: dot_q32_portable.c; the x8 layout: dot_x8_avx2.c).
 **
 ** One block of one (activation row, weight row) pair:
 **   p16 = vpmaddubsw(u, v)       32 unsigned x signed byte products, summed
 **                                in pairs to 16 int16 (never saturating here)
 **   p32 = vpmaddwd(p16, 1)       8 int32 partial sums of 4 products each
-**   acc = fma(dw * da, float(p32), acc)
 ** where (u, v) is, by encoding:
 **   signed weights (q8_0, iq4_nl, mxfp4): u = |w|, v = sign(a, w)
-**   offset weights (q4_0, q5_0: w - 8, w - 16): u = w, v = a, and
-**                  p16 -= vpmaddubsw(offset, a), shared by all weight rows
-**   q4_1, q5_1: u = w, v = a; mw * sa summed apart (fma) and added last
-** The integer part is exact.  The f32 part follows ggml's AVX2 vec_dot
-** kernels operation for operation: one 8-lane accumulator per output (two,
-** even and odd blocks, for iq4_nl and mxfp4, whose last odd block is a
-** scalar fma), the same lane reduction, the q4_1 / q5_1 min sum added
-** after it.  So a row's result is the bits llama.cpp's CPU decode gets for
-** it (checked against libggml-cpu's ggml_vec_dot_* on random rows: equal
-** for all seven encodings), and what remains between the two programs is
-** in other ops.
+**   offset weights (q4_0, q5_0): u = w, v = a, and offset * sum(a) (from
+**                  the activation row's block sums) taken back after
+**   q4_1, q5_1: u = w, v = a
+** Four weight rows' p32 are then reduced together (vphaddd) to one exact
+** int32 per row, the block sum, lane c from weight row c, and the block
+** takes the canonical step of docs/OPS.md ("Batch and placement
+** invariance"), lane by lane:
+**   acc = fma(dw * da, float(isum), acc)        (q4_1, q5_1: then fma(mw, sa, acc))
+** Every lane's operations are those of the portable dot and of the x8
+** tiles, so a product has the same bits in the stored layout, in the x8
+** layout, in a tile of any shape and at every ISA level.
 **
 ** `dot` and `tile` are one inline body instantiated for 1 x 1 and for R x C
-** outputs, so every output gets the same operations in the same order
-** whichever computed it (the determinism rule).  A tile loads and unpacks
-** each weight block once for R activation rows and each activation block
-** once for C weight rows; the driver uses 1 x 4 tiles for decode (four
-** independent accumulator chains, the activation block prepared once) and
-** 4 x 4 for prefill, done here as two 4 x 2 halves so that 8 accumulators
-** and the operands fit the 16 ymm registers.
+** outputs.  A tile loads and unpacks each weight block once for R activation
+** rows and each activation block once for C weight rows; the driver uses
+** 1 x 4 tiles for decode and 4 x 4 for prefill, done here as two 4 x 2
+** halves so that the partial sums fit the 16 ymm registers.
 */
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -61,15 +58,7 @@ ALWAYS_INLINE __m256i fifth_bits(const unsigned char *qh)
 typedef struct WBlock {
     __m256i u;          /* the unsigned operand: codes, or |codes| for signed kinds */
     __m256i q;          /* signed kinds: the codes, whose signs move onto the activation */
-    __m256 d;           /* the scale, broadcast */
 } WBlock;
-
-typedef struct ABlock {
-    __m256i y;          /* the 32 int8 codes */
-    __m256i off;        /* offset kinds: offset * (y[2i] + y[2i+1]) as int16 */
-    __m256 d;           /* the scale, broadcast */
-    __m256 s;           /* Q8_1's s, broadcast */
-} ABlock;
 
 ALWAYS_INLINE WBlock load_w(const int kind, const unsigned char *b)
 {
@@ -77,156 +66,89 @@ ALWAYS_INLINE WBlock load_w(const int kind, const unsigned char *b)
     w.q = _mm256_setzero_si256();
     switch (kind) {
     case Q8_0:
-        w.d = half_bcast(b);
         w.q = _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
         w.u = _mm256_sign_epi8(w.q, w.q);
         break;
-    case Q4_0:
-        w.d = half_bcast(b);
-        w.u = nibbles(b + 2);
-        break;
-    case Q5_0:
-        w.d = half_bcast(b);
-        w.u = _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2));
-        break;
+    case Q4_0: w.u = nibbles(b + 2); break;
+    case Q5_0: w.u = _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2)); break;
     case IQ4_NL:
-        w.d = half_bcast(b);
         w.q = iq4_nl_codes(b + 2);
         w.u = _mm256_sign_epi8(w.q, w.q);
         break;
     case MXFP4:
-        w.d = _mm256_set1_ps(e8m0_half(b[0]));
         w.q = mxfp4_codes(b + 1);
         w.u = _mm256_sign_epi8(w.q, w.q);
         break;
-    case Q4_1:
-        w.d = half_bcast(b);
-        w.u = nibbles(b + 4);
-        break;
-    default: /* Q5_1 */
-        w.d = half_bcast(b);
-        w.u = _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4));
-        break;
+    case Q4_1: w.u = nibbles(b + 4); break;
+    default: /* Q5_1 */ w.u = _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4)); break;
     }
     return w;
 }
 
-ALWAYS_INLINE ABlock load_a(const int kind, const unsigned char *b)
+/* The activation block's 32 int8 codes. */
+ALWAYS_INLINE __m256i load_a(const int kind, const unsigned char *b)
 {
-    ABlock a;
-    a.d = half_bcast(b);
-    a.off = _mm256_setzero_si256();
-    a.s = _mm256_setzero_ps();
-    if (has_min(kind)) {
-        a.s = half_bcast(b + 2);
-        a.y = _mm256_loadu_si256((const __m256i *)(const void *)(b + 4));
-    } else {
-        a.y = _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
-    }
-    if (offset_of(kind)) a.off = _mm256_maddubs_epi16(_mm256_set1_epi8((char)offset_of(kind)), a.y);
-    return a;
+    return _mm256_loadu_si256((const __m256i *)(const void *)(b + (has_min(kind) ? 4 : 2)));
 }
 
-/* The 8 int32 partial sums of one block pair (exact). */
-ALWAYS_INLINE __m256i pair_int(const int kind, const WBlock *w, const ABlock *a)
+/* The 8 int32 partial sums of one block pair, sum(code * a) (exact; for the
+** offset kinds the codes as stored, the offset is taken back later). */
+ALWAYS_INLINE __m256i pair_int(const int kind, const WBlock *w, __m256i y)
 {
     __m256i p16;
-    if (signed_kind(kind)) p16 = _mm256_maddubs_epi16(w->u, _mm256_sign_epi8(a->y, w->q));
-    else p16 = _mm256_maddubs_epi16(w->u, a->y);
-    if (offset_of(kind)) p16 = _mm256_sub_epi16(p16, a->off);
+    if (signed_kind(kind)) p16 = _mm256_maddubs_epi16(w->u, _mm256_sign_epi8(y, w->q));
+    else p16 = _mm256_maddubs_epi16(w->u, y);
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
-ALWAYS_INLINE __m256 pair(const int kind, const WBlock *w, const ABlock *a, __m256 acc)
-{
-    __m256 p = _mm256_cvtepi32_ps(pair_int(kind, w, a));
-    return _mm256_fmadd_ps(_mm256_mul_ps(w->d, a->d), p, acc);
-}
-
-ALWAYS_INLINE float hsum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* The mins of C weight blocks (q4_1, q5_1), lane c from weight row c. */
-ALWAYS_INLINE __m128 mins_of(const int C, const unsigned char *m, size_t ws)
-{
-    uint16_t h[4] = {0, 0, 0, 0};
-    for (int c = 0; c < C; c++) memcpy(&h[c], m + c * ws, 2);
-    return _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
-}
-
-/* iq4_nl and mxfp4: ggml alternates two accumulators (even and odd blocks)
-** and does a last odd block in scalar code; mirrored so the result is its
-** result bit for bit. */
-ALWAYS_INLINE int two_acc(const int kind) { return kind == IQ4_NL || kind == MXFP4; }
-
-/* Block b of the tile into acc. */
+/* Block b of the tile: lane c of acc[r] takes weight row c's block against
+** activation row r's, in the canonical step (module comment). */
 ALWAYS_INLINE void tile_block(const int kind, const int R, const int C, int64_t b, const unsigned char *w,
-                              size_t ws, const unsigned char *a, size_t as, __m256 acc[TILE_ACT][TILE_W],
-                              __m128 mins[TILE_ACT])
+                              size_t ws, const unsigned char *a, size_t as, size_t sums_at, __m128 acc[TILE_ACT])
 {
     const int wb = block_bytes[kind], ab = has_min(kind) ? CPU_Q8_1_BYTES : CPU_Q8_0_BYTES;
-    /* one weight block live at a time keeps the 1 x 4 decode tile in registers */
-    ABlock av[TILE_ACT];
-    for (int r = 0; r < R; r++) av[r] = load_a(kind, a + r * as + b * ab);
-    if (has_min(kind)) {
-        __m128 m = mins_of(C, w + b * wb + 2, ws);
-        for (int r = 0; r < R; r++) mins[r] = _mm_fmadd_ps(m, _mm256_castps256_ps128(av[r].s), mins[r]);
-    }
-    for (int c = 0; c < C; c++) {
+    __m256i y[TILE_ACT], p[TILE_ACT][TILE_W];
+    for (int r = 0; r < R; r++) y[r] = load_a(kind, a + r * as + b * ab);
+    for (int c = 0; c < TILE_W; c++) {
+        if (c >= C) {
+            for (int r = 0; r < R; r++) p[r][c] = _mm256_setzero_si256();
+            continue;
+        }
         /* a line ahead of every row's stream: the hardware prefetchers stop
         ** at 4 KiB page edges (dot_x8_avx2.c measures the distance) */
         if ((b & 1) == 0) _mm_prefetch((const char *)(w + c * ws + b * wb) + 1024, _MM_HINT_T0);
         WBlock wv = load_w(kind, w + c * ws + b * wb);
-        for (int r = 0; r < R; r++) acc[r][c] = pair(kind, &wv, &av[r], acc[r][c]);
+        for (int r = 0; r < R; r++) p[r][c] = pair_int(kind, &wv, y[r]);
+    }
+    __m128 dw = q32_scales4(kind, C, w + b * wb, ws);
+    __m128 mw = has_min(kind) ? q32_halves4(C, w + b * wb + 2, ws) : _mm_setzero_ps();
+    for (int r = 0; r < R; r++) {
+        const unsigned char *ar = a + r * as + b * ab;
+        __m128i s = q32_sums4(p[r][0], p[r][1], p[r][2], p[r][3]);
+        if (offset_of(kind)) {          /* the codes stand for w - 8 (q4_0), w - 16 (q5_0) */
+            int32_t sum;
+            memcpy(&sum, a + r * as + sums_at + 4 * b, 4);
+            s = _mm_sub_epi32(s, _mm_set1_epi32(offset_of(kind) * sum));
+        }
+        __m128 d = _mm_mul_ps(dw, _mm_cvtph_ps(_mm_set1_epi16((short)(ar[0] | ar[1] << 8))));
+        acc[r] = _mm_fmadd_ps(d, _mm_cvtepi32_ps(s), acc[r]);
+        if (has_min(kind))
+            acc[r] = _mm_fmadd_ps(mw, _mm_cvtph_ps(_mm_set1_epi16((short)(ar[2] | ar[3] << 8))), acc[r]);
     }
 }
 
-/* out[r * os + c] = dot(activation row r, weight row c) for r < R, c < C.
-** q4_1 / q5_1 keep the sum of mw * sa apart, one fused multiply-add per
-** block in lane c of mins[r], and add it after the lane reduction: the
-** order of ggml's AVX2 kernel, so the result is its result bit for bit. */
+/* out[r * os + c] = dot(activation row r, weight row c) for r < R, c < C. */
 ALWAYS_INLINE void tile_rc(const int kind, const int R, const int C, int64_t nb, const unsigned char *w,
                            size_t ws, const unsigned char *a, size_t as, float *out, size_t os)
 {
-    __m256 acc[TILE_ACT][TILE_W], odd[TILE_ACT][TILE_W];
-    __m128 mins[TILE_ACT];
+    const size_t sums_at = cpu_act_sums_offset(nb * QK);
+    __m128 acc[TILE_ACT];
+    for (int r = 0; r < R; r++) acc[r] = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) tile_block(kind, R, C, b, w, ws, a, as, sums_at, acc);
     for (int r = 0; r < R; r++) {
-        mins[r] = _mm_setzero_ps();
-        for (int c = 0; c < C; c++) acc[r][c] = odd[r][c] = _mm256_setzero_ps();
-    }
-    if (two_acc(kind)) {
-        for (int64_t b = 0; b + 1 < nb; b += 2) {
-            tile_block(kind, R, C, b, w, ws, a, as, acc, mins);
-            tile_block(kind, R, C, b + 1, w, ws, a, as, odd, mins);
-        }
-    } else {
-        for (int64_t b = 0; b < nb; b++) tile_block(kind, R, C, b, w, ws, a, as, acc, mins);
-    }
-    for (int r = 0; r < R; r++) {
-        float m[4];
-        _mm_storeu_ps(m, mins[r]);
-        for (int c = 0; c < C; c++) {
-            float v = two_acc(kind) ? hsum(_mm256_add_ps(acc[r][c], odd[r][c])) : hsum(acc[r][c]);
-            if (has_min(kind)) v += m[c];
-            if (two_acc(kind) && (nb & 1)) {
-                /* the last block of an odd count, as ggml's scalar tail */
-                const int64_t b = nb - 1;
-                WBlock wv = load_w(kind, w + c * ws + b * block_bytes[kind]);
-                ABlock av = load_a(kind, a + r * as + b * CPU_Q8_0_BYTES);
-                __m256i p = pair_int(kind, &wv, &av);
-                __m128i p4 = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-                p4 = _mm_add_epi32(p4, _mm_shuffle_epi32(p4, _MM_SHUFFLE(1, 0, 3, 2)));
-                p4 = _mm_add_epi32(p4, _mm_shuffle_epi32(p4, _MM_SHUFFLE(2, 3, 0, 1)));
-                float d = _mm_cvtss_f32(_mm256_castps256_ps128(av.d)) * _mm_cvtss_f32(_mm256_castps256_ps128(wv.d));
-                v = fmaf(d, (float)_mm_cvtsi128_si32(p4), v);
-            }
-            out[r * os + c] = v;
-        }
+        float v[4];
+        _mm_storeu_ps(v, acc[r]);
+        for (int c = 0; c < C; c++) out[r * os + c] = v[c];
     }
 }
 

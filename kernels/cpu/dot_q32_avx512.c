@@ -15,12 +15,11 @@
 **                p32 = dpbusd(-128 * sum4(w), a + 128, w)    (a made unsigned)
 **                the start value is per weight block, shared by every
 **                activation row of a tile
-**   q4_1, q5_1:  p32 = dpbusd(0, w, a), plus mw * sa into lane 0
-** then acc = fma(dw * da, float(p32), acc), one 8-lane accumulator per
-** output and one fixed lane reduction at the end.  All integer steps are
-** exact, so the result equals the AVX2 kernels' up to the order of f32
-** additions, which is the same here in dot and tile (determinism rule).
-** The 32 vector registers of AVX-512 hold a 4 x 4 tile's 16 accumulators.
+**   q4_1, q5_1:  p32 = dpbusd(0, w, a)
+** then the four weight rows' p32 reduce to one exact block sum each and
+** take the canonical step (dot_q32_simd.h), so the result is the AVX2
+** kernels' and the portable one's, bit for bit.  The 32 vector registers
+** of AVX-512 hold a 4 x 4 tile's 16 partial sums.
 **
 ** Compiled and tested under the AVX-512 level of tests/ops/test_cpu.c on
 ** machines that have it.
@@ -46,58 +45,40 @@ ALWAYS_INLINE __m256i fifth_bits(const unsigned char *qh)
     return _mm256_maskz_mov_epi8((__mmask32)h, _mm256_set1_epi8(0x10));
 }
 
-typedef __m256 Q32Acc;
-
-ALWAYS_INLINE Q32Acc acc_zero(void) { return _mm256_setzero_ps(); }
+typedef __m256i IVec;
+typedef __m128 LVec;
+typedef __m128i LIVec;
 
 typedef struct WBlock {
     __m256i q;          /* codes: unsigned for offset/min kinds, signed otherwise */
     __m256i start;      /* signed kinds: -128 * (sum of each 4 codes) */
-    __m256 d, m;
 } WBlock;
 
 typedef struct ABlock {
     __m256i y;          /* the codes; signed kinds: + 128, as unsigned bytes */
     __m256i start;      /* offset kinds: -offset * (sum of each 4 codes) */
-    __m256 d, s;
+    float d, s;
 } ABlock;
+
+ALWAYS_INLINE float half_at(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
 
 ALWAYS_INLINE WBlock load_w(const int kind, const unsigned char *b)
 {
     WBlock w;
-    w.m = _mm256_setzero_ps();
     w.start = _mm256_setzero_si256();
     switch (kind) {
-    case Q8_0:
-        w.d = half_bcast(b);
-        w.q = _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
-        break;
-    case Q4_0:
-        w.d = half_bcast(b);
-        w.q = nibbles(b + 2);
-        break;
-    case Q5_0:
-        w.d = half_bcast(b);
-        w.q = _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2));
-        break;
-    case IQ4_NL:
-        w.d = half_bcast(b);
-        w.q = iq4_nl_codes(b + 2);
-        break;
-    case MXFP4:
-        w.d = _mm256_set1_ps(e8m0_half(b[0]));
-        w.q = mxfp4_codes(b + 1);
-        break;
-    case Q4_1:
-        w.d = half_bcast(b);
-        w.m = half_bcast(b + 2);
-        w.q = nibbles(b + 4);
-        break;
-    default: /* Q5_1 */
-        w.d = half_bcast(b);
-        w.m = half_bcast(b + 2);
-        w.q = _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4));
-        break;
+    case Q8_0: w.q = _mm256_loadu_si256((const __m256i *)(const void *)(b + 2)); break;
+    case Q4_0: w.q = nibbles(b + 2); break;
+    case Q5_0: w.q = _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2)); break;
+    case IQ4_NL: w.q = iq4_nl_codes(b + 2); break;
+    case MXFP4: w.q = mxfp4_codes(b + 1); break;
+    case Q4_1: w.q = nibbles(b + 4); break;
+    default: /* Q5_1 */ w.q = _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4)); break;
     }
     if (signed_kind(kind))
         w.start = _mm256_sub_epi32(_mm256_setzero_si256(),
@@ -108,17 +89,10 @@ ALWAYS_INLINE WBlock load_w(const int kind, const unsigned char *b)
 ALWAYS_INLINE ABlock load_a(const int kind, const unsigned char *b)
 {
     ABlock a;
-    a.d = half_bcast(b);
-    a.s = _mm256_setzero_ps();
+    a.d = half_at(b);
+    a.s = has_min(kind) ? half_at(b + 2) : 0.0f;
     a.start = _mm256_setzero_si256();
-    if (has_min(kind)) {
-        uint16_t s;
-        memcpy(&s, b + 2, 2);
-        a.s = _mm256_cvtph_ps(_mm_cvtsi32_si128(s));
-        a.y = _mm256_loadu_si256((const __m256i *)(const void *)(b + 4));
-    } else {
-        a.y = _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
-    }
+    a.y = _mm256_loadu_si256((const __m256i *)(const void *)(b + (has_min(kind) ? 4 : 2)));
     if (offset_of(kind))
         a.start = _mm256_sub_epi32(_mm256_setzero_si256(),
                                    _mm256_dpbusd_epi32(_mm256_setzero_si256(),
@@ -127,22 +101,33 @@ ALWAYS_INLINE ABlock load_a(const int kind, const unsigned char *b)
     return a;
 }
 
-ALWAYS_INLINE __m256 pair(const int kind, const WBlock *w, const ABlock *a, __m256 acc)
+ALWAYS_INLINE IVec pair_int(const int kind, const WBlock *w, const ABlock *a)
 {
-    __m256i p32;
-    if (signed_kind(kind)) p32 = _mm256_dpbusd_epi32(w->start, a->y, w->q);
-    else p32 = _mm256_dpbusd_epi32(a->start, w->q, a->y);
-    if (has_min(kind)) acc = _mm256_fmadd_ps(w->m, a->s, acc);
-    return _mm256_fmadd_ps(_mm256_mul_ps(w->d, a->d), _mm256_cvtepi32_ps(p32), acc);
+    if (signed_kind(kind)) return _mm256_dpbusd_epi32(w->start, a->y, w->q);
+    return _mm256_dpbusd_epi32(a->start, w->q, a->y);
 }
 
-ALWAYS_INLINE float hsum(__m256 v)
+ALWAYS_INLINE IVec ivec_zero(void) { return _mm256_setzero_si256(); }
+
+ALWAYS_INLINE LIVec sums4(IVec p0, IVec p1, IVec p2, IVec p3) { return q32_sums4(p0, p1, p2, p3); }
+
+ALWAYS_INLINE LVec mins4(const int C, const unsigned char *p, size_t ws) { return q32_halves4(C, p, ws); }
+
+ALWAYS_INLINE LVec scales4(const int kind, const int C, const unsigned char *p, size_t ws)
 {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+    return q32_scales4(kind, C, p, ws);
 }
+
+ALWAYS_INLINE LVec lanes_zero(void) { return _mm_setzero_ps(); }
+
+ALWAYS_INLINE LVec lanes_step(const int kind, LVec acc, LVec dw, LVec mw, const ABlock *a, LIVec s)
+{
+    acc = _mm_fmadd_ps(_mm_mul_ps(dw, _mm_set1_ps(a->d)), _mm_cvtepi32_ps(s), acc);
+    if (has_min(kind)) acc = _mm_fmadd_ps(mw, _mm_set1_ps(a->s), acc);
+    return acc;
+}
+
+ALWAYS_INLINE void lanes_store(float *v, LVec acc) { _mm_storeu_ps(v, acc); }
 
 #include "dot_q32_simd.h"
 

@@ -6,7 +6,7 @@
 ** predicates, which fold away once the body is instantiated for one kind.
 ** Also here: the unpacking the two x86 files share, and the macros that
 ** stamp out and register the seven kinds' kernels.  Weight layouts:
-** kernels/ref/dequant.c; formulas: dot_q32_portable.c.
+** kernels/ops/dequant.c; formulas: dot_q32_portable.c.
 */
 #ifndef CPU_DOT_Q32_KINDS_H
 #define CPU_DOT_Q32_KINDS_H
@@ -76,6 +76,31 @@ ALWAYS_INLINE __m256i mxfp4_codes(const unsigned char *qs)
     return _mm256_shuffle_epi8(e2m1, nibbles(qs));
 }
 
+/* Four int32x8 vectors to their four sums, lane c from p_c (exact): the
+** block sums of four weight rows, lane by lane (the canonical step's isum). */
+ALWAYS_INLINE __m128i q32_sums4(__m256i p0, __m256i p1, __m256i p2, __m256i p3)
+{
+    __m256i c = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+    return _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+}
+
+/* The f16 at p + c * ws for c < C (weight rows ws apart), lane c; 0 past C. */
+ALWAYS_INLINE __m128 q32_halves4(const int C, const unsigned char *p, size_t ws)
+{
+    uint16_t h[4] = {0, 0, 0, 0};
+    for (int c = 0; c < C; c++) memcpy(&h[c], p + c * ws, 2);
+    return _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
+}
+
+/* C weight blocks' scales, lane c from row c (mxfp4: 2^(e - 128)). */
+ALWAYS_INLINE __m128 q32_scales4(const int kind, const int C, const unsigned char *p, size_t ws)
+{
+    if (kind != MXFP4) return q32_halves4(C, p, ws);
+    float d[4] = {0, 0, 0, 0};
+    for (int c = 0; c < C; c++) d[c] = e8m0_half(p[c * ws]);
+    return _mm_loadu_ps(d);
+}
+
 #endif
 
 /* After dot_tile.h: dot_name and tile_name for every kind, and their
@@ -92,8 +117,8 @@ ALWAYS_INLINE __m256i mxfp4_codes(const unsigned char *qs)
 #define Q32_SET_KINDS()                                                                        \
     do {                                                                                       \
         tile_set(RAD_ENC_Q8_0, CPU_ACT_Q8_0, dot_q8_0, tile_q8_0);                             \
-        tile_set(RAD_ENC_Q4_0, CPU_ACT_Q8_0, dot_q4_0, tile_q4_0);                             \
-        tile_set(RAD_ENC_Q5_0, CPU_ACT_Q8_0, dot_q5_0, tile_q5_0);                             \
+        tile_set(RAD_ENC_Q4_0, CPU_ACT_Q8_0_SUMS, dot_q4_0, tile_q4_0);                        \
+        tile_set(RAD_ENC_Q5_0, CPU_ACT_Q8_0_SUMS, dot_q5_0, tile_q5_0);                        \
         tile_set(RAD_ENC_IQ4_NL, CPU_ACT_Q8_0, dot_iq4_nl, tile_iq4_nl);                       \
         tile_set(RAD_ENC_MXFP4, CPU_ACT_Q8_0, dot_mxfp4, tile_mxfp4);                          \
         tile_set(RAD_ENC_Q4_1, CPU_ACT_Q8_1, dot_q4_1, tile_q4_1);                             \

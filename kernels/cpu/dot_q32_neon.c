@@ -6,10 +6,10 @@
 ** One block of one (activation row, weight row) pair: the weight's 32 codes
 ** are made signed int8 (q4_0: nibble - 8, q5_0: code - 16, iq4_nl / mxfp4:
 ** a table lookup, q4_1 / q5_1: the unsigned code, which fits), two sdot
-** instructions give 4 int32 partial sums, and
-**   acc = fma(acc, float(partial), dw * da)        (4 lanes)
-** with q4_1 / q5_1's mw * sa added into lane 0.  Per output there is one
-** 4-lane accumulator and one fixed lane reduction (faddp) at the end.
+** instructions give 4 int32 partial sums, four weight rows' partial sums
+** reduce (addp) to one exact block sum each, and the lanes take the
+** canonical step (dot_q32_simd.h), bit for bit what the portable and x86
+** kernels compute.
 **
 ** `dot` and `tile` are one inline body instantiated for 1 x 1 and for R x C
 ** outputs (determinism rule).  With 32 vector registers a 4 x 4 tile keeps
@@ -58,13 +58,12 @@ ALWAYS_INLINE void fifth_bits(const unsigned char *qh, uint8x16_t *lo, uint8x16_
     *hi = vandq_u8(vtstq_u8(vqtbl1q_u8(hb, vld1q_u8(pick_hi)), b), ten);
 }
 
-typedef float32x4_t Q32Acc;
-
-ALWAYS_INLINE Q32Acc acc_zero(void) { return vdupq_n_f32(0.0f); }
+typedef int32x4_t IVec;
+typedef float32x4_t LVec;
+typedef int32x4_t LIVec;
 
 typedef struct WBlock {
     int8x16_t lo, hi;       /* the signed codes of elements 0..15, 16..31 */
-    float d, m;
 } WBlock;
 
 typedef struct ABlock {
@@ -78,48 +77,38 @@ ALWAYS_INLINE WBlock load_w(const int kind, const unsigned char *b)
     static const int8_t e2m1_doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
     WBlock w;
     uint8x16_t lo, hi, h5, h5hi;
-    w.m = 0.0f;
     switch (kind) {
     case Q8_0:
-        w.d = half_at(b);
         w.lo = vld1q_s8((const int8_t *)(b + 2));
         w.hi = vld1q_s8((const int8_t *)(b + 18));
         break;
     case Q4_0:
-        w.d = half_at(b);
         nibbles(b + 2, &lo, &hi);
         w.lo = vsubq_s8(vreinterpretq_s8_u8(lo), vdupq_n_s8(8));
         w.hi = vsubq_s8(vreinterpretq_s8_u8(hi), vdupq_n_s8(8));
         break;
     case Q5_0:
-        w.d = half_at(b);
         nibbles(b + 6, &lo, &hi);
         fifth_bits(b + 2, &h5, &h5hi);
         w.lo = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo, h5)), vdupq_n_s8(16));
         w.hi = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(hi, h5hi)), vdupq_n_s8(16));
         break;
     case IQ4_NL:
-        w.d = half_at(b);
         nibbles(b + 2, &lo, &hi);
         w.lo = vqtbl1q_s8(vld1q_s8(iq4_grid), lo);
         w.hi = vqtbl1q_s8(vld1q_s8(iq4_grid), hi);
         break;
     case MXFP4:
-        w.d = e8m0_half(b[0]);
         nibbles(b + 1, &lo, &hi);
         w.lo = vqtbl1q_s8(vld1q_s8(e2m1_doubled), lo);
         w.hi = vqtbl1q_s8(vld1q_s8(e2m1_doubled), hi);
         break;
     case Q4_1:
-        w.d = half_at(b);
-        w.m = half_at(b + 2);
         nibbles(b + 4, &lo, &hi);
         w.lo = vreinterpretq_s8_u8(lo);
         w.hi = vreinterpretq_s8_u8(hi);
         break;
     default: /* Q5_1 */
-        w.d = half_at(b);
-        w.m = half_at(b + 2);
         nibbles(b + 8, &lo, &hi);
         fifth_bits(b + 4, &h5, &h5hi);
         w.lo = vreinterpretq_s8_u8(vorrq_u8(lo, h5));
@@ -140,14 +129,44 @@ ALWAYS_INLINE ABlock load_a(const int kind, const unsigned char *b)
     return a;
 }
 
-ALWAYS_INLINE float32x4_t pair(const int kind, const WBlock *w, const ABlock *a, float32x4_t acc)
+ALWAYS_INLINE IVec pair_int(const int kind, const WBlock *w, const ABlock *a)
 {
-    int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w->lo, a->lo), w->hi, a->hi);
-    if (has_min(kind)) acc = vsetq_lane_f32(vgetq_lane_f32(acc, 0) + w->m * a->s, acc, 0);
-    return vfmaq_n_f32(acc, vcvtq_f32_s32(p), w->d * a->d);
+    (void)kind;
+    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w->lo, a->lo), w->hi, a->hi);
 }
 
-ALWAYS_INLINE float hsum(float32x4_t v) { return vaddvq_f32(v); }
+ALWAYS_INLINE IVec ivec_zero(void) { return vdupq_n_s32(0); }
+
+ALWAYS_INLINE LIVec sums4(IVec p0, IVec p1, IVec p2, IVec p3)
+{
+    return vpaddq_s32(vpaddq_s32(p0, p1), vpaddq_s32(p2, p3));
+}
+
+ALWAYS_INLINE LVec mins4(const int C, const unsigned char *p, size_t ws)
+{
+    float m[4] = {0, 0, 0, 0};
+    for (int c = 0; c < C; c++) m[c] = half_at(p + c * ws);
+    return vld1q_f32(m);
+}
+
+ALWAYS_INLINE LVec scales4(const int kind, const int C, const unsigned char *p, size_t ws)
+{
+    if (kind != MXFP4) return mins4(C, p, ws);
+    float d[4] = {0, 0, 0, 0};
+    for (int c = 0; c < C; c++) d[c] = e8m0_half(p[c * ws]);
+    return vld1q_f32(d);
+}
+
+ALWAYS_INLINE LVec lanes_zero(void) { return vdupq_n_f32(0.0f); }
+
+ALWAYS_INLINE LVec lanes_step(const int kind, LVec acc, LVec dw, LVec mw, const ABlock *a, LIVec s)
+{
+    acc = vfmaq_f32(acc, vmulq_n_f32(dw, a->d), vcvtq_f32_s32(s));
+    if (has_min(kind)) acc = vfmaq_n_f32(acc, mw, a->s);
+    return acc;
+}
+
+ALWAYS_INLINE void lanes_store(float *v, LVec acc) { vst1q_f32(v, acc); }
 
 #include "dot_q32_simd.h"
 

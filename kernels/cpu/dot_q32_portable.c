@@ -12,14 +12,19 @@
 **   q4_1     Q8_1         dw * da * sum(qw * qa) + mw * sa
 **   q5_1     Q8_1         dw * da * sum(qw * qa) + mw * sa
 **
-** The integer sums are exact; the block contributions are added in f32 in
-** block order.  These are ggml's vec_dot_*_q8_0 / _q8_1 formulas, so the
-** result differs from llama.cpp's only by the order of f32 additions.
-** Weight layouts: kernels/ref/dequant.c.
+** The integer sums are exact; each block then takes the canonical step of
+** docs/OPS.md ("Batch and placement invariance"), blocks in order:
+**   acc = fma(dw * da, float(isum), acc)        (q4_1, q5_1: then fma(mw, sa, acc))
+** which every SIMD file and both weight layouts repeat, so a product has
+** the same bits on every path.  These are ggml's vec_dot_*_q8_0 / _q8_1
+** formulas; the result differs from llama.cpp's only by the order and
+** fusing of the f32 additions.  Weight layouts: kernels/ops/dequant.c.
 **
 ** No tile kernel here: the driver loops over `dot`, which is trivially the
 ** same per element.
 */
+#include <math.h>
+
 #include "../../base/rad_half.h"
 #include "cpu_internal.h"
 
@@ -62,7 +67,7 @@ static void dot_q8_0(int64_t K, const void *w_row, const void *act_row, float *o
     for (int64_t b = 0; b < K / QK; b++, w += 34, a += CPU_Q8_0_BYTES) {
         int s = 0;
         for (int j = 0; j < QK; j++) s += (int8_t)w[2 + j] * (int8_t)a[2 + j];
-        sum += half_at(w) * half_at(a) * (float)s;
+        sum = fmaf(half_at(w) * half_at(a), (float)s, sum);
     }
     *out = sum;
 }
@@ -74,7 +79,7 @@ static void dot_q4_0(int64_t K, const void *w_row, const void *act_row, float *o
     int q[QK];
     for (int64_t b = 0; b < K / QK; b++, w += 18, a += CPU_Q8_0_BYTES) {
         nibbles(w + 2, q);
-        sum += half_at(w) * half_at(a) * (float)isum(q, 8, a + 2);
+        sum = fmaf(half_at(w) * half_at(a), (float)isum(q, 8, a + 2), sum);
     }
     *out = sum;
 }
@@ -87,7 +92,7 @@ static void dot_q5_0(int64_t K, const void *w_row, const void *act_row, float *o
     for (int64_t b = 0; b < K / QK; b++, w += 22, a += CPU_Q8_0_BYTES) {
         nibbles(w + 6, q);
         fifth_bits(w + 2, q);
-        sum += half_at(w) * half_at(a) * (float)isum(q, 16, a + 2);
+        sum = fmaf(half_at(w) * half_at(a), (float)isum(q, 16, a + 2), sum);
     }
     *out = sum;
 }
@@ -102,7 +107,7 @@ static void dot_iq4_nl(int64_t K, const void *w_row, const void *act_row, float 
     for (int64_t b = 0; b < K / QK; b++, w += 18, a += CPU_Q8_0_BYTES) {
         nibbles(w + 2, q);
         for (int j = 0; j < QK; j++) q[j] = iq4_grid[q[j]];
-        sum += half_at(w) * half_at(a) * (float)isum(q, 0, a + 2);
+        sum = fmaf(half_at(w) * half_at(a), (float)isum(q, 0, a + 2), sum);
     }
     *out = sum;
 }
@@ -124,7 +129,7 @@ static void dot_mxfp4(int64_t K, const void *w_row, const void *act_row, float *
     for (int64_t b = 0; b < K / QK; b++, w += 17, a += CPU_Q8_0_BYTES) {
         nibbles(w + 1, q);
         for (int j = 0; j < QK; j++) q[j] = e2m1_doubled[q[j]];
-        sum += e8m0_half(w[0]) * half_at(a) * (float)isum(q, 0, a + 2);
+        sum = fmaf(e8m0_half(w[0]) * half_at(a), (float)isum(q, 0, a + 2), sum);
     }
     *out = sum;
 }
@@ -136,8 +141,8 @@ static void dot_q4_1(int64_t K, const void *w_row, const void *act_row, float *o
     int q[QK];
     for (int64_t b = 0; b < K / QK; b++, w += 20, a += CPU_Q8_1_BYTES) {
         nibbles(w + 4, q);
-        sum += half_at(w) * half_at(a) * (float)isum(q, 0, a + 4);
-        sum += half_at(w + 2) * half_at(a + 2);
+        sum = fmaf(half_at(w) * half_at(a), (float)isum(q, 0, a + 4), sum);
+        sum = fmaf(half_at(w + 2), half_at(a + 2), sum);
     }
     *out = sum;
 }
@@ -150,8 +155,8 @@ static void dot_q5_1(int64_t K, const void *w_row, const void *act_row, float *o
     for (int64_t b = 0; b < K / QK; b++, w += 24, a += CPU_Q8_1_BYTES) {
         nibbles(w + 8, q);
         fifth_bits(w + 4, q);
-        sum += half_at(w) * half_at(a) * (float)isum(q, 0, a + 4);
-        sum += half_at(w + 2) * half_at(a + 2);
+        sum = fmaf(half_at(w) * half_at(a), (float)isum(q, 0, a + 4), sum);
+        sum = fmaf(half_at(w + 2), half_at(a + 2), sum);
     }
     *out = sum;
 }
@@ -165,9 +170,10 @@ void cpu_fill_q32_portable(void)
 {
     cpu_act_quant[CPU_ACT_Q8_0] = cpu_act_q8_0_portable;
     cpu_act_quant[CPU_ACT_Q8_1] = cpu_act_q8_1_portable;
+    cpu_act_quant[CPU_ACT_Q8_0_SUMS] = cpu_act_q8_0_sums;
     set(RAD_ENC_Q8_0, CPU_ACT_Q8_0, dot_q8_0);
-    set(RAD_ENC_Q4_0, CPU_ACT_Q8_0, dot_q4_0);
-    set(RAD_ENC_Q5_0, CPU_ACT_Q8_0, dot_q5_0);
+    set(RAD_ENC_Q4_0, CPU_ACT_Q8_0_SUMS, dot_q4_0);
+    set(RAD_ENC_Q5_0, CPU_ACT_Q8_0_SUMS, dot_q5_0);
     set(RAD_ENC_IQ4_NL, CPU_ACT_Q8_0, dot_iq4_nl);
     set(RAD_ENC_MXFP4, CPU_ACT_Q8_0, dot_mxfp4);
     set(RAD_ENC_Q4_1, CPU_ACT_Q8_1, dot_q4_1);

@@ -317,7 +317,6 @@ static void set_x8(int enc, int act_fmt, CpuDotTileFn tile)
 
 void cpu_fill_x8_avx2(void)
 {
-    cpu_act_quant[CPU_ACT_Q8_0_SUMS] = cpu_act_q8_0_sums;
     set_x8(RAD_ENC_Q4_0, CPU_ACT_Q8_0_SUMS, tile_q4_0_x8);
     set_x8(RAD_ENC_Q4_1, CPU_ACT_Q8_1, tile_q4_1_x8);
     set_x8(RAD_ENC_Q5_0, CPU_ACT_Q8_0_SUMS, tile_q5_0_x8);

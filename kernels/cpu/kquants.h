@@ -10,12 +10,13 @@
 ** into one small product instead of a term per element.  Within a block the
 ** products are exact integers; only the final scaling by d_w * d_a rounds.
 **
-** The meaning of the weight bytes is kernels/ref/dequant_kquants.c's; the
+** The meaning of the weight bytes is kernels/ops/dequant_kquants.c's; the
 ** comments there give each element's position.  Internal to the cpu library.
 */
 #ifndef CPU_KQUANTS_H
 #define CPU_KQUANTS_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -47,14 +48,20 @@ void cpu_quantize_row_q8k_avx2(const float *x, void *dst, int64_t K);
 
 #pragma GCC visibility pop
 
-/* The f32 step every block of the portable and NEON kernels ends with:
-** acc + (d * isum - dmin * msum), each operation rounded on its own
-** (-std=c11: no fma contraction), so those files agree bit for bit. */
-static inline float kq_add_block(float acc, float d, int32_t isum, float dmin, int32_t msum)
+/* The canonical step every k-quant product takes per super-block, on every
+** path (portable, AVX2, AVX-512, NEON; stored and x8 layouts): with d =
+** d_w * d_a and dmin = dmin_w * d_a, both f32 products,
+**   acc = fma(d, float(isum), acc);  acc = fma(-dmin, float(msum), acc)
+** the second only for the encodings with offsets (q2_k, q4_k, q5_k).
+** docs/OPS.md ("Batch and placement invariance") says why one order. */
+static inline float kq_step(float acc, float d, int32_t isum)
 {
-    float t = d * (float)isum;
-    float u = dmin * (float)msum;
-    return acc + (t - u);
+    return fmaf(d, (float)isum, acc);
+}
+
+static inline float kq_step_min(float acc, float d, int32_t isum, float dmin, int32_t msum)
+{
+    return fmaf(-dmin, (float)msum, fmaf(d, (float)isum, acc));
 }
 
 static inline float kq_half(const uint8_t *p)

@@ -34,6 +34,15 @@ INLINE float hsum8(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* The sum of 8 int32 lanes (exact, so any order). */
+INLINE int32_t hsum_i32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
 /* An f16 at p as f32 (exact). */
 INLINE float half(const uint8_t *p)
 {
@@ -68,15 +77,6 @@ INLINE __m128i k4_scales(const uint8_t *s)
 #define K4_MINS_SPREAD                                                                                       \
     _mm256_setr_epi8(Z2(8), Z2(8), Z2(9), Z2(9), Z2(10), Z2(10), Z2(11), Z2(11), Z2(12), Z2(12), Z2(13),     \
                      Z2(13), Z2(14), Z2(14), Z2(15), Z2(15))
-
-/* q4_k / q5_k: d and dmin (two f16 at p) times the activation's d: lanes
-** 0 and 1 of the result. */
-INLINE __m128 k4_factors(const uint8_t *p, float da)
-{
-    int32_t dd;
-    memcpy(&dd, p, 4);
-    return _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(dd)), _mm_set1_ps(da));
-}
 
 /* The dot and tile entry points of a row kernel rows(..., NA, ..., extra):
 ** the dot is one activation row; a tile is each weight row against groups of

@@ -8,38 +8,44 @@
 **     l_j = scale * (q . k_j), then softcap * tanh(l_j / softcap) when softcap > 0
 **     out = sum_j e^l_j v_j / (sum_j e^l_j + e^sink_h)
 **
+** The canonical order (docs/OPS.md, batch and placement invariance).  A
+** row's result is a function of its position, window and keys alone: its
+** visible keys are cut at fixed absolute positions into chunks of KC keys
+** (a power of two) and parts of part_len() keys (a power of two, at least
+** ATTN_PART_MIN, at most ATTN_SPLITS + 1 parts over the row's own range).
+** Inside a part the chunks go in order through an online softmax (flash
+** attention: a running max, a running sum, an accumulator rescaled when the
+** max grows), each chunk's score row laid out from its grid edge, so the
+** lanes of every sum are fixed by positions; the parts are folded in order
+** by fold_part(), and the sink and the division come last (finish_head).
+** Every cut below is a choice of how to compute that, never of what.
+**
 ** How the work is cut.  A task is (a tile of up to R consecutive rows) x
 ** (one KV head g) x (a run of up to HC of g's query heads), so every query
 ** head that reads g's keys in those rows shares one pass over them (GQA):
 ** the task's R x HC query vectors are copied (pre-multiplied by `scale`)
-** into a local block, and the visible key range is walked in chunks of at
-** most KC keys.  For each chunk the keys are read once: a task with more
-** than ATTN_F16_DIRECT queries widens an f16 chunk into a local f32 block
-** first (gathered across cache blocks, so a small head still gets long
-** chunks); otherwise keys are read in place, f16 widened in the loop, and a
-** chunk stays inside one cache block.  The whole [queries x keys] score
-** tile is formed
-** (register-blocked, ops_attention_avx2.c), and each query's online
-** softmax (flash attention: a running max, a running sum, an accumulator
-** rescaled when the max grows) takes the chunk, so no [M x context] score
-** matrix exists anywhere.  Tiles are handed out heaviest (latest) first, so
-** the causal triangle's uneven tasks balance over the threads.  Rows
-** of different sequences in one tile are handled as separate runs; chunks
-** no query of a run can see are never read (a window leaves holes).
+** into a local block and the union of its rows' keys is walked chunk by
+** chunk; each query takes the keys it sees (the others' enter with weight
+** exactly 0) and folds a part when it crosses the part's end.  For each
+** chunk the keys are read once: a task with more than ATTN_F16_DIRECT
+** queries widens an f16 chunk into a local f32 block first (gathered across
+** cache blocks); otherwise keys are read in place, f16 widened in the loop,
+** a cache block at a time.  Widening is exact and both paths sum in the
+** same order, so they agree to the bit.  The whole [queries x keys] score
+** tile is formed (register-blocked, ops_attention_avx2.c), so no
+** [M x context] score matrix exists anywhere.  Tiles are handed out
+** heaviest (latest) first, so the causal triangle's uneven tasks balance
+** over the threads.  Rows of different sequences in one tile are handled
+** as separate runs; chunks no query of a run can see are never read (a
+** window leaves holes).
 **
 ** Decode (M = 1) has too few (row, head) tasks to fill the threads on a
 ** model with few KV heads, so a step of at most ATTN_SPLIT_ROWS rows whose
-** key ranges are longer than ATTN_SPLIT_MIN also cuts each run's range into
-** at most ATTN_SPLITS parts of at least ATTN_SPLIT_MIN positions.  Each part
+** keys span several parts computes each part slot on its own task: each
 ** leaves its partial (max, sum, accumulator) in scratch, and a second pass
-** combines the parts of each (row, head) in part order.  The cut depends
-** only on the rows' positions, never on the thread count, so neither do the
-** results; a short context is not cut at all, and a step with little work
+** folds the slots of each (row, head) in order, with the same fold_part()
+** the tasks use when they do not split.  A step with little work
 ** (ATTN_MIN_PARALLEL) runs on the calling thread.
-**
-** Determinism: every value is computed by the same operations in the same
-** order whichever thread runs a task or in which order tasks run (the
-** chunk grid is fixed by positions and the cache's block size).
 **
 ** Accuracy: scores and sums in f32 (8-lane partial sums), exponentials
 ** within 2 ulp, f16 keys and values converted exactly.  NMSE against ref
@@ -61,9 +67,9 @@
 #define ATTN_MAX_HEAD_DIM 1024  /* as ref */
 #define ATTN_F16_DIRECT 8       /* tasks with at most this many queries read f16 in place */
 #define ATTN_MIN_PARALLEL 65536 /* (key, dim) products below which a step runs on one thread */
-#define ATTN_SPLIT_ROWS 8       /* steps of at most this many rows split the key range */
-#define ATTN_SPLITS 16          /* into at most this many parts */
-#define ATTN_SPLIT_MIN 256      /* of at least this many positions */
+#define ATTN_SPLIT_ROWS 8       /* steps of at most this many rows compute parts in parallel */
+#define ATTN_SPLITS 16          /* a row's keys are cut into at most this many parts (+1) */
+#define ATTN_PART_MIN 256       /* of at least this many positions */
 
 /* ------------------------------------------------- portable tile loops */
 
@@ -119,6 +125,11 @@ static void rows_from_f16_portable(const void *src, size_t stride, int n, int64_
     }
 }
 
+static void fold_portable(float *acc, const float *part, float a, float b, int64_t n)
+{
+    for (int64_t d = 0; d < n; d++) acc[d] = fmaf(part[d], b, acc[d] * a);
+}
+
 const CpuAttnOps cpu_attn_portable = {
     .isa = "portable",
     .scores = scores_portable,
@@ -126,6 +137,7 @@ const CpuAttnOps cpu_attn_portable = {
     .exp_sum = exp_sum_portable,
     .pv = pv_portable,
     .rows_from_f16 = rows_from_f16_portable,
+    .fold = fold_portable,
 };
 
 /* --------------------------------------------------------- the job */
@@ -138,7 +150,7 @@ typedef struct AttnJob {
     int64_t M, n_head, n_kv, hd, group, window;
     float scale, softcap;
     int64_t esize;                  /* bytes per cached element */
-    /* the cut: tasks are (tile, kv head, head run, part), heaviest tiles first */
+    /* the cut: tasks are (tile, kv head, head run, part slot), heaviest tiles first */
     int64_t R;                      /* rows per tile */
     int64_t HC;                     /* query heads per task */
     int n_tiles, n_hc, n_parts;
@@ -154,17 +166,22 @@ static int64_t visible_from(int64_t p, int64_t window)
     return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
 }
 
-/* The key range [*lo, *hi] a run of rows [m0, m1) of one sequence sees: the
-** union of its rows' ranges. */
-static void run_range(const RadKvView *kv, int64_t window, int64_t m0, int64_t m1, int64_t *lo, int64_t *hi)
+/* The part length of a row whose visible keys are [lo, p]: a power of two
+** of at least ATTN_PART_MIN positions, so the range has at most
+** ATTN_SPLITS + 1 parts on the grid of that length.  A function of the
+** row alone, as every step of the canonical order (module comment). */
+static int64_t part_len(int64_t lo, int64_t p)
 {
-    *lo = INT64_MAX;
-    *hi = -1;
-    for (int64_t m = m0; m < m1; m++) {
-        int64_t p = kv->positions[m], first = visible_from(p, window);
-        if (first < *lo) *lo = first;
-        if (p > *hi) *hi = p;
-    }
+    int64_t want = (p - lo + 1 + ATTN_SPLITS - 1) / ATTN_SPLITS, len = ATTN_PART_MIN;
+    while (len < want) len *= 2;
+    return len;
+}
+
+/* The number of parts of a row's visible keys. */
+static int parts_of(int64_t lo, int64_t p)
+{
+    int64_t len = part_len(lo, p);
+    return (int)(p / len - lo / len + 1);
 }
 
 /* The end of the run of rows starting at m: rows of one sequence, within the
@@ -176,28 +193,24 @@ static int64_t run_end(const RadKvView *kv, int64_t m, int64_t r1)
     return e;
 }
 
-/* The length of each part when a run's key range of L positions is split:
-** a function of L alone. */
-static int64_t part_len(int64_t L)
-{
-    int64_t len = (L + ATTN_SPLITS - 1) / ATTN_SPLITS;
-    return len < ATTN_SPLIT_MIN ? ATTN_SPLIT_MIN : len;
-}
-
-/* Where partial (row m, head h, part s) lives in scratch: max, sum, then hd floats. */
+/* Where partial (row m, head h, part slot s) lives in scratch: max, sum,
+** then hd floats. */
 static float *partial_at(const AttnJob *j, int64_t m, int64_t h, int s)
 {
-    return j->partial + ((m * j->n_head + h) * ATTN_SPLITS + s) * (j->hd + 2);
+    return j->partial + ((m * j->n_head + h) * (ATTN_SPLITS + 1) + s) * (j->hd + 2);
 }
 
-/* The task's local blocks, on its stack (about 114 KiB). */
+/* The task's local blocks, on its stack (about 150 KiB). */
 typedef struct AttnLocal {
     float q[ATTN_QCAP];                 /* [nq][hd], pre-scaled */
-    float acc[ATTN_QCAP];               /* [nq][hd] */
+    float acc[ATTN_QCAP];               /* [nq][hd]: this part's sum of values */
+    float cacc[ATTN_QCAP];              /* [nq][hd]: the parts folded so far */
     float s[ATTN_MAX_Q * ATTN_MAX_KC];  /* [nq][KC] scores, then probabilities */
     float k[ATTN_KCAP], v[ATTN_KCAP];   /* a chunk widened from f16 (gather mode) */
-    float mx[ATTN_MAX_Q], sum[ATTN_MAX_Q];
-    int64_t lo[ATTN_MAX_Q], hi[ATTN_MAX_Q];     /* per row of the run: visible keys */
+    float mx[ATTN_MAX_Q], sum[ATTN_MAX_Q];      /* this part's running max and sum */
+    float cmx[ATTN_MAX_Q], csum[ATTN_MAX_Q];    /* the folded parts' */
+    int64_t lo[ATTN_MAX_Q], hi[ATTN_MAX_Q];     /* per row of the run: keys it takes here */
+    int64_t plen[ATTN_MAX_Q];                   /* per row: its part length */
 } AttnLocal;
 
 /* Whether any row of the run sees a key in [c, end). */
@@ -219,32 +232,106 @@ static void kv_at(const AttnJob *j, int64_t seq, int64_t p, int64_t g, const cha
     *v = (const char *)kv->v + at;
 }
 
-/* One run: rows [m0, m1) of one sequence, query heads [h0, h1) of kv head g,
-** keys of part `part` (or all of them when not splitting). */
+/* Fold a part (mx, sum, acc) into the combined state (cmx, csum, cacc), the
+** canonical step of the module comment; the same function for split mode's
+** second pass, so both give the same bits. */
+static void fold_part(const AttnJob *j, float *cmx, float *csum, float *cacc, float mx, float sum,
+                      const float *acc)
+{
+    if (!(mx > -INFINITY)) return;              /* an empty part */
+    if (!(*cmx > -INFINITY)) {
+        *cmx = mx;
+        *csum = sum;
+        memcpy(cacc, acc, (size_t)j->hd * sizeof(float));
+        return;
+    }
+    float top = mx > *cmx ? mx : *cmx;
+    float a = expf(*cmx - top), b = expf(mx - top);
+    *csum = fmaf(sum, b, *csum * a);
+    j->ops->fold(cacc, acc, a, b, j->hd);
+    *cmx = top;
+}
+
+/* The output of (row m, head h) from its folded state. */
+static void finish_head(const AttnJob *j, int64_t m, int64_t h, float cmx, float csum, const float *cacc)
+{
+    float f;
+    if (j->sinks) {
+        float sink = j->sinks[h], top = sink > cmx ? sink : cmx;
+        float e = expf(cmx - top);
+        f = e / (csum * e + expf(sink - top));
+    } else {
+        f = 1.0f / csum;
+    }
+    float *o = rad_act_row(j->out, m) + h * j->hd;
+    for (int64_t d = 0; d < j->hd; d++) o[d] = cacc[d] * f;
+}
+
+/* The chunk's keys [ka, kb) (inside [c, c + KC): the keys some row takes)
+** against the run's queries: their scores into columns ka - c .. of L->s
+** (values = 0), or, after the softmax step, the probability-weighted values
+** into L->acc (values = 1).  Keys are read in place (f32, or f16 through the
+** *_f16 loops) a cache block at a time, or from the widened chunk (gather).
+** Every path gives each score and each sum the same operations
+** (ops_attention_tiles.h), so the choice, made by shape, never changes a bit. */
+static void chunk_pass(const AttnJob *j, AttnLocal *L, int nq, int64_t seq, int64_t g, int64_t c, int64_t ka,
+                       int64_t kb, int gather, int values)
+{
+    const RadKvView *kv = j->kv;
+    const int64_t hd = j->hd, bs = kv->block_size;
+    const int KC = j->KC, f16 = kv->enc == RAD_ENC_F16;
+    for (int64_t p = ka; p < kb;) {
+        int64_t seg = gather ? kb : p - p % bs + bs < kb ? p - p % bs + bs : kb;
+        const char *kp, *vp;
+        size_t stride = (size_t)kv->kv_row_bytes;
+        if (gather) {
+            kp = (const char *)(L->k + (p - c) * hd);
+            vp = (const char *)(L->v + (p - c) * hd);
+            stride = (size_t)hd * sizeof(float);
+        } else {
+            kv_at(j, seq, p, g, &kp, &vp);
+        }
+        float *s = L->s + (p - c);
+        int n = (int)(seg - p);
+        if (!values && f16 && !gather) j->ops->scores_f16(L->q, nq, hd, kp, stride, n, s, KC);
+        else if (!values) j->ops->scores(L->q, nq, hd, (const float *)(const void *)kp, stride, n, s, KC);
+        else if (f16 && !gather) j->ops->pv_f16(s, KC, nq, vp, stride, n, hd, L->acc);
+        else j->ops->pv(s, KC, nq, (const float *)(const void *)vp, stride, n, hd, L->acc);
+        p = seg;
+    }
+}
+
+/* One run: rows [m0, m1) of one sequence, query heads [h0, h1) of kv head g.
+** part < 0: every visible key, each query folding its parts as it crosses
+** their edges, and the outputs written; part >= 0 (split mode): only each
+** row's part slot `part`, left in scratch for combine_task. */
 static void attn_run(const AttnJob *j, AttnLocal *L, int64_t m0, int64_t m1, int64_t g, int64_t h0,
                      int64_t h1, int part)
 {
     const RadKvView *kv = j->kv;
     const int64_t hd = j->hd, nh = h1 - h0, nr = m1 - m0;
     const int nq = (int)(nr * nh), KC = j->KC;
-    const int64_t seq = kv->token_seq[m0], bs = kv->block_size;
-    /* Few queries per key: read f16 keys and values in place rather than
-    ** converting each chunk first (a choice by shape, so deterministic). */
-    const int direct_f16 = kv->enc == RAD_ENC_F16 && j->ops->scores_f16 && nq <= ATTN_F16_DIRECT;
-    /* Otherwise an f16 chunk is widened into L->k / L->v, gathered across
-    ** blocks, so its keys need not share one. */
-    const int gather = kv->enc == RAD_ENC_F16 && !direct_f16;
+    const int64_t seq = kv->token_seq[m0];
+    /* Many queries per key: widen each f16 chunk once into L->k / L->v;
+    ** few: read the cache in place (a choice by shape; the bits are the same). */
+    const int gather = kv->enc == RAD_ENC_F16 && (!j->ops->scores_f16 || nq > ATTN_F16_DIRECT);
 
-    int64_t lo, hi;
-    run_range(kv, j->window, m0, m1, &lo, &hi);
+    /* each row's keys here: all it sees, or its part slot `part` of them */
+    int64_t lo = INT64_MAX, hi = -1;
     for (int64_t r = 0; r < nr; r++) {
-        L->hi[r] = kv->positions[m0 + r];
-        L->lo[r] = visible_from(L->hi[r], j->window);
-    }
-    if (j->partial) {
-        int64_t len = part_len(hi - lo + 1), a = lo + part * len;
-        lo = a;
-        if (a + len - 1 < hi) hi = a + len - 1;
+        int64_t p = kv->positions[m0 + r], first = visible_from(p, j->window);
+        L->plen[r] = part_len(first, p);
+        L->lo[r] = first;
+        L->hi[r] = p;
+        if (part >= 0) {
+            int64_t at = (first / L->plen[r] + part) * L->plen[r];
+            if (at > L->lo[r]) L->lo[r] = at;
+            if (at + L->plen[r] - 1 < L->hi[r]) L->hi[r] = at + L->plen[r] - 1;
+        }
+        if (L->lo[r] <= L->hi[r]) {
+            if (L->lo[r] < lo) lo = L->lo[r];
+            if (L->hi[r] > hi) hi = L->hi[r];
+        }
     }
 
     for (int64_t r = 0; r < nr; r++) {
@@ -257,33 +344,45 @@ static void attn_run(const AttnJob *j, AttnLocal *L, int64_t m0, int64_t m1, int
     }
     memset(L->acc, 0, (size_t)nq * (size_t)hd * sizeof(float));
     for (int i = 0; i < nq; i++) {
-        L->mx[i] = -INFINITY;
-        L->sum[i] = 0.0f;
+        L->mx[i] = L->cmx[i] = -INFINITY;
+        L->sum[i] = L->csum[i] = 0.0f;
     }
 
-    for (int64_t c = lo; c <= hi;) {
-        /* The chunk [c, end): at most KC keys on a grid of KC positions, and,
-        ** when read in place, within one block. */
-        int64_t end = c - c % KC + KC;
-        if (!gather && end > c - c % bs + bs) end = c - c % bs + bs;
-        if (end > hi + 1) end = hi + 1;
-        int nk = (int)(end - c);
+    /* Chunks on the grid of KC positions, from the one holding lo; the
+    ** score row of a chunk always starts at its grid edge c. */
+    for (int64_t c = lo < 0 ? 0 : lo - lo % KC; hi >= 0 && c <= hi; c += KC) {
+        const int64_t end = c + KC;
+        if (!seen_by(L, nr, c, end)) continue;
 
-        if (!seen_by(L, nr, c, end)) {
-            c = end;
-            continue;
+        /* a query whose part ends before this chunk folds it first */
+        if (part < 0)
+            for (int i = 0; i < nq; i++) {
+                int64_t r = i / nh;
+                if (c % L->plen[r] == 0 && L->mx[i] > -INFINITY) {
+                    fold_part(j, &L->cmx[i], &L->csum[i], L->cacc + i * hd, L->mx[i], L->sum[i], L->acc + i * hd);
+                    L->mx[i] = -INFINITY;
+                    L->sum[i] = 0.0f;
+                    memset(L->acc + i * hd, 0, (size_t)hd * sizeof(float));
+                }
+            }
+
+        /* the keys some row takes from this chunk: [ka, kb) */
+        int64_t ka = end, kb = c;
+        for (int64_t r = 0; r < nr; r++) {
+            if (L->lo[r] > L->hi[r] || L->lo[r] >= end || L->hi[r] < c) continue;
+            int64_t a = L->lo[r] > c ? L->lo[r] : c, b = L->hi[r] + 1 < end ? L->hi[r] + 1 : end;
+            if (a < ka) ka = a;
+            if (b > kb) kb = b;
         }
-
-        const float *K, *V;
-        const char *kp = NULL, *vp = NULL;
-        size_t stride;
         if (gather) {
-            /* widen the chunk's keys and values, block by block, into the
-            ** local block; a block no row sees (a hole) reads as zeros */
-            for (int64_t p = c; p < end;) {
-                int64_t seg = p - p % bs + bs < end ? p - p % bs + bs : end;
+            /* widen the chunk's keys and values, block by block; a block no
+            ** row sees (a hole) reads as zeros */
+            for (int64_t p = ka; p < kb;) {
+                int64_t seg = p - p % kv->block_size + kv->block_size < kb ? p - p % kv->block_size + kv->block_size
+                                                                           : kb;
                 float *kd = L->k + (p - c) * hd, *vd = L->v + (p - c) * hd;
                 if (seen_by(L, nr, p, seg)) {
+                    const char *kp, *vp;
                     kv_at(j, seq, p, g, &kp, &vp);
                     j->ops->rows_from_f16(kp, (size_t)kv->kv_row_bytes, (int)(seg - p), hd, kd);
                     j->ops->rows_from_f16(vp, (size_t)kv->kv_row_bytes, (int)(seg - p), hd, vd);
@@ -293,32 +392,23 @@ static void attn_run(const AttnJob *j, AttnLocal *L, int64_t m0, int64_t m1, int
                 }
                 p = seg;
             }
-            K = L->k;
-            V = L->v;
-            stride = (size_t)hd * sizeof(float);
-        } else {
-            kv_at(j, seq, c, g, &kp, &vp);
-            K = (const float *)(const void *)kp;
-            V = (const float *)(const void *)vp;
-            stride = (size_t)kv->kv_row_bytes;
         }
-        if (direct_f16) j->ops->scores_f16(L->q, nq, hd, kp, stride, nk, L->s, KC);
-        else j->ops->scores(L->q, nq, hd, K, stride, nk, L->s, KC);
+        chunk_pass(j, L, nq, seq, g, c, ka, kb, gather, 0);
 
         for (int i = 0; i < nq; i++) {
             float *s = L->s + i * KC;
             int64_t r = i / nh;
             int a = (int)((L->lo[r] > c ? L->lo[r] : c) - c);
             int b = (int)((L->hi[r] < end - 1 ? L->hi[r] : end - 1) - c + 1);
-            if (a >= b) {               /* this query sees nothing here */
-                memset(s, 0, (size_t)nk * sizeof(float));
+            if (L->lo[r] > L->hi[r] || a >= b) {      /* this query takes nothing here */
+                memset(s, 0, (size_t)KC * sizeof(float));
                 continue;
             }
             if (j->softcap > 0) j->ops->softcap(s + a, b - a, j->softcap);
             float top = s[a];
             for (int k = a + 1; k < b; k++) top = s[k] > top ? s[k] : top;
             for (int k = 0; k < a; k++) s[k] = -INFINITY;
-            for (int k = b; k < nk; k++) s[k] = -INFINITY;
+            for (int k = b; k < KC; k++) s[k] = -INFINITY;
             if (top > L->mx[i]) {
                 if (L->mx[i] > -INFINITY) {
                     float alpha = expf(L->mx[i] - top);
@@ -327,34 +417,22 @@ static void attn_run(const AttnJob *j, AttnLocal *L, int64_t m0, int64_t m1, int
                 }
                 L->mx[i] = top;
             }
-            L->sum[i] += j->ops->exp_sum(s, nk, L->mx[i]);
+            L->sum[i] += j->ops->exp_sum(s, KC, L->mx[i]);
         }
-
-        if (direct_f16) j->ops->pv_f16(L->s, KC, nq, vp, stride, nk, hd, L->acc);
-        else j->ops->pv(L->s, KC, nq, V, stride, nk, hd, L->acc);
-        c = end;
+        chunk_pass(j, L, nq, seq, g, c, ka, kb, gather, 1);
     }
 
     for (int i = 0; i < nq; i++) {
         int64_t m = m0 + i / nh, h = h0 + i % nh;
-        const float *acc = L->acc + i * hd;
-        if (j->partial) {
+        if (part >= 0) {
             float *p = partial_at(j, m, h, part);
             p[0] = L->mx[i];
             p[1] = L->sum[i];
-            memcpy(p + 2, acc, (size_t)hd * sizeof(float));
+            memcpy(p + 2, L->acc + i * hd, (size_t)hd * sizeof(float));
             continue;
         }
-        float f;
-        if (j->sinks) {
-            float sink = j->sinks[h], top = sink > L->mx[i] ? sink : L->mx[i];
-            float e = expf(L->mx[i] - top);
-            f = e / (L->sum[i] * e + expf(sink - top));
-        } else {
-            f = 1.0f / L->sum[i];
-        }
-        float *o = rad_act_row(j->out, m) + h * hd;
-        for (int64_t d = 0; d < hd; d++) o[d] = acc[d] * f;
+        fold_part(j, &L->cmx[i], &L->csum[i], L->cacc + i * hd, L->mx[i], L->sum[i], L->acc + i * hd);
+        finish_head(j, m, h, L->cmx[i], L->csum[i], L->cacc + i * hd);
     }
 }
 
@@ -375,38 +453,27 @@ static void attn_task(void *ctx, int t)
     int64_t h1 = h0 + j->HC < (g + 1) * j->group ? h0 + j->HC : (g + 1) * j->group;
     for (int64_t m = r0; m < r1;) {
         int64_t e = run_end(j->kv, m, r1);
-        attn_run(j, &L, m, e, g, h0, h1, part);
+        attn_run(j, &L, m, e, g, h0, h1, j->partial ? part : -1);
         m = e;
     }
 }
 
-/* Split mode, second pass: each (row, head)'s parts (max mx_s, sum l_s,
-** accumulator acc_s), combined in part order.  With T the largest max, the
-** sink included:  out = sum_s acc_s e^(mx_s - T) / (sum_s l_s e^(mx_s - T)
-** + e^(sink - T)). */
+/* Split mode, second pass: each (row, head)'s part slots folded in order,
+** exactly as attn_run folds them when it does not split. */
 static void combine_task(void *ctx, int t)
 {
     const AttnJob *j = ctx;
     int64_t n = j->M * j->n_head;
     int64_t i0 = cpu_task_start(n, j->n_comb_tasks, t), i1 = cpu_task_start(n, j->n_comb_tasks, t + 1);
+    float cacc[ATTN_MAX_HEAD_DIM];
     for (int64_t i = i0; i < i1; i++) {
         int64_t m = i / j->n_head, h = i % j->n_head;
-        float top = j->sinks ? j->sinks[h] : -INFINITY;
-        for (int s = 0; s < j->n_parts; s++) {
-            float mx = partial_at(j, m, h, s)[0];
-            if (mx > top) top = mx;
-        }
-        float *o = rad_act_row(j->out, m) + h * j->hd;
-        float denom = j->sinks ? expf(j->sinks[h] - top) : 0.0f;
-        memset(o, 0, (size_t)j->hd * sizeof(float));
+        float cmx = -INFINITY, csum = 0.0f;
         for (int s = 0; s < j->n_parts; s++) {
             const float *p = partial_at(j, m, h, s);
-            if (!(p[0] > -INFINITY)) continue;          /* an empty part */
-            float e = expf(p[0] - top);
-            denom += p[1] * e;
-            for (int64_t d = 0; d < j->hd; d++) o[d] += p[2 + d] * e;
+            fold_part(j, &cmx, &csum, cacc, p[0], p[1], p + 2);
         }
-        j->vec->scale(o, 1.0f / denom, j->hd);
+        finish_head(j, m, h, cmx, csum, cacc);
     }
 }
 
@@ -424,8 +491,11 @@ static void attn_geometry(AttnJob *j)
     if (j->R < 1) j->R = 1;
     j->n_hc = (int)((j->group + j->HC - 1) / j->HC);
     j->n_tiles = (int)((j->M + j->R - 1) / j->R);
-    int64_t kc = ATTN_KCAP / j->hd;
-    j->KC = (int)(kc > ATTN_MAX_KC ? ATTN_MAX_KC : kc < 1 ? 1 : kc);
+    /* keys per chunk: a power of two, so part edges (powers of two of at
+    ** least ATTN_PART_MIN) are chunk edges */
+    int64_t cap = ATTN_KCAP / j->hd;
+    j->KC = 1;
+    while (j->KC * 2 <= ATTN_MAX_KC && j->KC * 2 <= cap) j->KC *= 2;
 }
 
 size_t cpu_attn_paged_scratch(const RadKernelArgs *a)
@@ -433,7 +503,7 @@ size_t cpu_attn_paged_scratch(const RadKernelArgs *a)
     int64_t M = rad_op_rows(a), n_head = a->param[RAD_ATTN_N_HEAD].i, hd = a->param[RAD_ATTN_HEAD_DIM].i;
     if (M <= 0 || n_head <= 0 || hd <= 0) return 0;
     if (M > ATTN_SPLIT_ROWS) M = ATTN_SPLIT_ROWS;
-    return (size_t)(M * n_head * ATTN_SPLITS * (hd + 2)) * sizeof(float);
+    return (size_t)(M * n_head * (ATTN_SPLITS + 1) * (hd + 2)) * sizeof(float);
 }
 
 int cpu_attn_paged(const RadKernelArgs *a)
@@ -467,18 +537,16 @@ int cpu_attn_paged(const RadKernelArgs *a)
         .ops = cpu_attn(), .vec = cpu_vec(), .n_parts = 1,
     };
     attn_geometry(&j);
-    /* A small step over a long context splits its key ranges: into as many
-    ** parts as its longest run needs (a function of the positions only). */
+    /* A small step over a long context has its parts computed by separate
+    ** tasks (a choice that changes no bit): as many slots as the row with
+    ** the most parts has. */
     if (M <= ATTN_SPLIT_ROWS && a->scratch) {
         int parts = 1;
-        for (int64_t r0 = 0; r0 < M; r0 += j.R)
-            for (int64_t m = r0, r1 = r0 + j.R < M ? r0 + j.R : M; m < r1;) {
-                int64_t e = run_end(kv, m, r1), lo, hi;
-                run_range(kv, window, m, e, &lo, &hi);
-                int64_t len = hi - lo + 1, n = (len + part_len(len) - 1) / part_len(len);
-                if (n > parts) parts = (int)n;
-                m = e;
-            }
+        for (int64_t m = 0; m < M; m++) {
+            int64_t p = kv->positions[m];
+            int n = parts_of(visible_from(p, window), p);
+            if (n > parts) parts = n;
+        }
         if (parts > 1) {
             j.partial = a->scratch;
             j.n_parts = parts;

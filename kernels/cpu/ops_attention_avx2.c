@@ -174,6 +174,15 @@ static void rows_from_f16_avx2(const void *src, size_t stride, int n, int64_t hd
     }
 }
 
+static void fold_avx2(float *acc, const float *part, float a, float b, int64_t n)
+{
+    const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8)
+        _mm256_storeu_ps(acc + d, _mm256_fmadd_ps(_mm256_loadu_ps(part + d), vb, _mm256_mul_ps(_mm256_loadu_ps(acc + d), va)));
+    for (; d < n; d++) acc[d] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(part[d]), _mm_set_ss(b), _mm_set_ss(acc[d] * a)));
+}
+
 const CpuAttnOps cpu_attn_avx2 = {
     .isa = "avx2",
     .scores = scores_f32,
@@ -183,6 +192,7 @@ const CpuAttnOps cpu_attn_avx2 = {
     .pv = pv_f32,
     .pv_f16 = pv_f16,
     .rows_from_f16 = rows_from_f16_avx2,
+    .fold = fold_avx2,
 };
 
 #endif /* __x86_64__ */

@@ -161,6 +161,14 @@ static void rows_from_f16_neon(const void *src, size_t stride, int n, int64_t hd
     }
 }
 
+static void fold_neon(float *acc, const float *part, float a, float b, int64_t n)
+{
+    int64_t d = 0;
+    for (; d + 4 <= n; d += 4)
+        vst1q_f32(acc + d, vfmaq_n_f32(vmulq_n_f32(vld1q_f32(acc + d), a), vld1q_f32(part + d), b));
+    for (; d < n; d++) acc[d] = fmaf(part[d], b, acc[d] * a);
+}
+
 const CpuAttnOps cpu_attn_neon = {
     .isa = "neon",
     .scores = scores_f32,
@@ -170,6 +178,7 @@ const CpuAttnOps cpu_attn_neon = {
     .pv = pv_f32,
     .pv_f16 = pv_f16,
     .rows_from_f16 = rows_from_f16_neon,
+    .fold = fold_neon,
 };
 
 #endif /* __aarch64__ */

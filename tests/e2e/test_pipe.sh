@@ -209,6 +209,18 @@ grep -Eq "relayouted weights +[1-9][0-9]* bytes +\([1-9][0-9]* kernel layouts; [
     && [ -s "$WORK/out" ] && ok "--mem-budget 215M: $(grep -o '[0-9]* of 211 copies' "$WORK/plan") left out" \
     || not_ok "--mem-budget 215M: $(grep -E 'budget|relayout' "$WORK/plan")"
 
+# The layout never changes an answer (docs/OPS.md, batch and placement
+# invariance): the greedy tokens with the relayout skipped
+# (RADIANCE_MEM_AVAILABLE=1000) are those with it, in the chat format and raw.
+same=1
+for mode in "" "--raw"; do
+    with=$($R run "$M" $mode $G --json "Write a haiku about the sea." 2>"$WORK/err" | $PY -c "import json,sys; print(json.load(sys.stdin)['tokens'])")
+    without=$(RADIANCE_MEM_AVAILABLE=1000 $R run "$M" $mode $G --json "Write a haiku about the sea." 2>>"$WORK/err" | $PY -c "import json,sys; print(json.load(sys.stdin)['tokens'])")
+    [ -n "$with" ] && [ "$with" = "$without" ] || same=0
+done
+[ "$same" = 1 ] && ok "greedy tokens identical with the relayout skipped (RADIANCE_MEM_AVAILABLE=1000) and made" \
+    || not_ok "greedy tokens change with the layout: $(head -2 "$WORK/err")"
+
 # ------------------------------------------------------------ thread counts
 # Greedy output with the cpu kernels is the same at any -t (docs/OPS.md,
 # determinism): a short prompt (decode products) and a prompt of a few

@@ -129,7 +129,7 @@ static void set_weight(Call *c, const char *name, const void *data, int enc, int
     t->row_bytes = row_bytes;
 }
 
-static int run(Call *c) { return c->row->launch(&c->args); }
+static inline int run(Call *c) { return c->row->launch(&c->args); }
 
 /* A tiny deterministic generator: uniform in [-1, 1). */
 static float rnd(uint32_t *s)
@@ -138,7 +138,7 @@ static float rnd(uint32_t *s)
     return (float)((*s >> 8) & 0xffffff) / 8388608.0f - 1.0f;
 }
 
-static void fill(float *x, int64_t n, uint32_t seed)
+static inline void fill(float *x, int64_t n, uint32_t seed)
 {
     for (int64_t i = 0; i < n; i++) x[i] = rnd(&seed);
 }

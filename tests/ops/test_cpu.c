@@ -10,7 +10,7 @@
 **
 **   - cpu has a row and a kernel for the encoding (missing = failure);
 **   - the NMSE against ref is at most 5e-4 (docs/OPS.md) over ragged N,
-**     K of several blocks, M = 1, 2, 3, 7, 33 (both bands, partial tiles),
+**     K of several blocks, M = 1, 2, 5, 9, 33 (both bands, partial tiles),
 **     with strided rows, a bias, and a soft-cap;
 **   - determinism: the same bits with no pool, with 1, 2 and 3 threads of a
 **     real pthread pool, and with the tasks run in reverse order; and row m
@@ -19,7 +19,10 @@
 **     same bytes at every level, and Q8_0 / Q8_1 are the bytes of ggml's x86
 **     quantizer as this file restates it independently;
 **   - where a row relayouts the weight (the x8 layout of q4_0, q4_1, q5_0,
-**     q8_0 and q4_k at avx2 and up), all of the above again through the relayouted copy;
+**     q8_0 and q4_k at avx2 and up), all of the above again through the
+**     relayouted copy, and the same bits as the stored layout;
+**   - the canonical order (docs/OPS.md): a quantized encoding's product is
+**     the same bits at every level;
 **   - bad calls return error codes.
 **
 ** Plain C with no test framework, so that the same file runs on arm64 under
@@ -41,6 +44,7 @@
 #include "../../kernels/rad_kernel.h"
 #include "../../kernels/ops/rad_dequant.h"
 #include "../../kernels/ops/rad_ops.h"
+#include "ops_common.h"
 
 extern const RadKernelLibrary rad_kernel_library; /* ref, linked in */
 
@@ -75,49 +79,6 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-/* ------------------------------------------------------------ a real pool */
-
-/* parallel_for over pthreads: n_threads - 1 workers plus the caller take
-** task numbers from a shared counter, so tasks run concurrently and in any
-** order; `reverse` instead runs them last to first on the caller. */
-typedef struct TestPool {
-    int n_threads, reverse;
-} TestPool;
-
-typedef struct PoolJob {
-    void (*fn)(void *, int);
-    void *ctx;
-    int n_tasks;
-    atomic_int next;
-} PoolJob;
-
-static void *pool_worker(void *arg)
-{
-    PoolJob *j = arg;
-    for (;;) {
-        int t = atomic_fetch_add(&j->next, 1);
-        if (t >= j->n_tasks) return NULL;
-        j->fn(j->ctx, t);
-    }
-}
-
-static void pool_parallel_for(void *pool, int n_tasks, void (*fn)(void *, int), void *ctx)
-{
-    TestPool *p = pool;
-    if (p->reverse) {
-        for (int t = n_tasks - 1; t >= 0; t--) fn(ctx, t);
-        return;
-    }
-    PoolJob j = {.fn = fn, .ctx = ctx, .n_tasks = n_tasks};
-    atomic_init(&j.next, 0);
-    pthread_t th[8];
-    int started = 0;
-    for (int i = 1; i < p->n_threads && i < 8; i++)
-        if (pthread_create(&th[started], NULL, pool_worker, &j) == 0) started++;
-    pool_worker(&j);
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-}
-
 /* ------------------------------------------------------- calling a row */
 
 static const RadOpSchema *schema_of(const RadKernelLibrary *lib, const char *op)
@@ -143,33 +104,9 @@ static int operand_index(const RadOpSchema *s, const char *name)
     exit(2);
 }
 
-/* The row the core would pick in `lib` for these parameters: constraints
-** hold, highest priority wins. */
 static const RadKernelRow *pick_row(const RadKernelLibrary *lib, const RadKernelArgs *a)
 {
-    const RadKernelRow *best = NULL;
-    for (int i = 0; i < lib->n_rows; i++) {
-        const RadKernelRow *r = &lib->rows[i];
-        if (strcmp(r->op, a->schema->op) != 0) continue;
-        int ok = 1;
-        for (int c = 0; c < r->n_constraints && ok; c++) {
-            const RadConstraint *k = &r->constraints[c];
-            int64_t v = a->param[param_index(a->schema, k->param)].i;
-            switch (k->kind) {
-            case RAD_C_EQ: ok = v == k->v; break;
-            case RAD_C_LE: ok = v <= k->v; break;
-            case RAD_C_GE: ok = v >= k->v; break;
-            case RAD_C_DIV: ok = k->v && v % k->v == 0; break;
-            case RAD_C_IN:
-                ok = 0;
-                for (int j = 0; j < k->n_values; j++) ok |= v == k->values[j];
-                break;
-            default: ok = 0;
-            }
-        }
-        if (ok && (!best || r->priority > best->priority)) best = r;
-    }
-    return best;
+    return ops_pick_row(lib, a);
 }
 
 /* One product: out = x W^T (+ bias) (soft-capped), strides in floats. */
@@ -400,8 +337,8 @@ static void ggml_q8(const float *x, unsigned char *y, int64_t K, int with_sum)
     }
 }
 
-static const char *const isas[] = {"portable", "avx2", "avx512", "neon"};
-#define N_ISA 4
+#define isas ops_isa_levels
+#define N_ISA OPS_N_LEVELS
 
 /* Converted rows for weights of each activation format, at each level,
 ** against the portable level's bytes (and ggml's for Q8_0 / Q8_1). */
@@ -475,8 +412,12 @@ static int ref_encodings(int *out)
     return n;
 }
 
-static const int64_t Ms[] = {1, 2, 3, 7, 33};
+static const int64_t Ms[] = {1, 2, 5, 9, 33};
 #define N_M 5
+
+/* Bytes of a Q8_0 row followed by its blocks' int32 code sums (4-aligned),
+** the activation format of q4_0 and q5_0 weights. */
+static int64_t q8_0_sums_bytes(int64_t K) { return (K / 32 * 34 + 3) / 4 * 4 + K / 32 * 4; }
 
 /* What the product must be once the activations are rounded as the cpu
 ** library rounds them: the activation row converted at the current level
@@ -503,8 +444,8 @@ static void same_rounding_product(const Gemm *g, float *out)
                 memcpy(&h, conv + 2 * k, 2);
                 a[k] = g->enc == RAD_ENC_BF16 ? rad_bf16_to_f32(h) : rad_f16_to_f32(h);
             }
-        } else if (n_conv == K / 32 * 34 || n_conv == K / 32 * 36) {
-            int bytes = n_conv == K / 32 * 34 ? 34 : 36, at = bytes == 34 ? 2 : 4;
+        } else if (n_conv == K / 32 * 34 || n_conv == K / 32 * 36 || n_conv == q8_0_sums_bytes(K)) {
+            int bytes = n_conv == K / 32 * 36 ? 36 : 34, at = bytes == 34 ? 2 : 4;
             for (int64_t b = 0; b < K / 32; b++) {
                 uint16_t h;
                 memcpy(&h, conv + b * bytes, 2);
@@ -689,6 +630,9 @@ static void test_products(void)
             uint32_t bs = 5;
             for (int64_t n = 0; n < s.N; n++) bias[n] = 2.0f * rnd(&bs);
             float *want = xmalloc((size_t)(Mmax * os) * sizeof(float));
+            float *canon = xmalloc((size_t)(Mmax * os) * sizeof(float));
+            float *stored = xmalloc((size_t)(Mmax * os) * sizeof(float));
+            float *kernel_layout = xmalloc((size_t)(Mmax * os) * sizeof(float));
             struct {
                 const char *op;
                 const float *bias;
@@ -704,9 +648,26 @@ static void test_products(void)
                     FAIL("ref %s %s returned %d", g.op, enc_name(enc), rc);
                     continue;
                 }
+                /* The canonical order (docs/OPS.md): a quantized encoding's
+                ** product has the same bits at every level and in both
+                ** layouts; a float encoding's in both layouts of a level. */
+                const char *canon_isa = NULL;
                 for (int i = 0; i < N_ISA; i++) {
                     if (cpu_set_isa(isas[i]) != 0) continue;
                     check_case(isas[i], g.op, enc, s, x, xs, w, wrb, NULL, g.bias, g.softcap, want, os);
+                    Gemm full = g;
+                    full.out = stored;
+                    if (run_gemm(cpu, &full, NULL) != 0) continue;
+                    if (!is_float(enc)) {
+                        if (!canon_isa) {
+                            memcpy(canon, stored, (size_t)(Mmax * os) * sizeof(float));
+                            canon_isa = isas[i];
+                        } else {
+                            CHECK(same_bits(canon, os, stored, os, Mmax, s.N),
+                                  "%s: %s %s N=%lld K=%lld: not the bits of level %s (canonical order)", isas[i], g.op,
+                                  enc_name(enc), (long long)s.N, (long long)s.K, canon_isa);
+                        }
+                    }
                     /* the same through the row's own weight layout, where it makes one */
                     RadKernelArgs a = gemm_args(cpu, &g);
                     const RadKernelRow *row = pick_row(cpu, &a);
@@ -716,13 +677,24 @@ static void test_products(void)
                     void *copy = xmalloc(bytes);
                     char label[64];
                     snprintf(label, sizeof label, "%s relayout", isas[i]);
-                    if (row->relayout(wt, copy) != RAD_OK) FAIL("%s: relayout of %s failed", label, enc_name(enc));
-                    else check_case(label, g.op, enc, s, x, xs, w, wrb, copy, g.bias, g.softcap, want, os);
+                    if (row->relayout(wt, copy) != RAD_OK) {
+                        FAIL("%s: relayout of %s failed", label, enc_name(enc));
+                    } else {
+                        check_case(label, g.op, enc, s, x, xs, w, wrb, copy, g.bias, g.softcap, want, os);
+                        full.out = kernel_layout;
+                        full.w_kernel = copy;
+                        CHECK(run_gemm(cpu, &full, NULL) == 0 && same_bits(stored, os, kernel_layout, os, Mmax, s.N),
+                              "%s: %s %s N=%lld K=%lld: the relayouted weight gives other bits than the stored one",
+                              label, g.op, enc_name(enc), (long long)s.N, (long long)s.K);
+                    }
                     if (strcmp(isas[i], "avx2") == 0 && enc < 64) relayout_tested |= 1ull << enc;
                     free(copy);
                 }
             }
             free(want);
+            free(canon);
+            free(stored);
+            free(kernel_layout);
             free(bias);
             free(w);
             free(x);
@@ -794,29 +766,19 @@ static void test_bad_calls(void)
 
 int main(int argc, char **argv)
 {
-    char path[4096];
-    const char *home = getenv("RADIANCE_HOME");
-    if (argc > 1) snprintf(path, sizeof path, "%s", argv[1]);
-    else if (home) snprintf(path, sizeof path, "%s/plugins/kernels/cpu.so", home);
-    else snprintf(path, sizeof path, "build/plugins/kernels/cpu.so");
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fprintf(stderr, "FAIL: cannot open %s: %s\n", path, dlerror());
+    void *h = NULL;
+    const char *path = argc > 1 ? argv[1] : NULL;
+    if (!(cpu = ops_open_cpu(path, &cpu_set_isa, &h))) {
+        fprintf(stderr, "FAIL: the cpu library did not open\n");
         return 1;
     }
-    cpu = dlsym(h, RAD_KERNEL_LIBRARY_SYMBOL);
-    cpu_set_isa = (int (*)(const char *))dlsym(h, "rad_cpu_set_isa");
     cpu_act_row = (int64_t(*)(int, const float *, void *, int64_t))dlsym(h, "rad_cpu_act_row");
     const char *(*cpu_isa)(void) = (const char *(*)(void))dlsym(h, "rad_cpu_isa");
-    if (!cpu || !cpu_set_isa || !cpu_act_row || !cpu_isa) {
-        fprintf(stderr, "FAIL: %s lacks rad_kernel_library, rad_cpu_set_isa, rad_cpu_act_row or rad_cpu_isa\n", path);
+    if (!cpu_act_row || !cpu_isa) {
+        fprintf(stderr, "FAIL: the cpu library lacks rad_cpu_act_row or rad_cpu_isa\n");
         return 1;
     }
-    if (cpu->abi_version != RAD_KERNEL_ABI_VERSION || (cpu->init && cpu->init() != 0)) {
-        fprintf(stderr, "FAIL: %s: wrong ABI or init failed\n", path);
-        return 1;
-    }
-    printf("cpu library %s, machine level %s\n", path, cpu_isa());
+    printf("cpu library %s, machine level %s\n", path ? path : "(RADIANCE_HOME or build)", cpu_isa());
     for (int i = 0; i < N_ISA; i++)
         if (cpu_set_isa(isas[i]) != 0) printf("SKIP: level %s (this machine does not have it)\n", isas[i]);
         else printf("testing level %s\n", isas[i]);

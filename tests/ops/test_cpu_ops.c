@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ops_common.h"
 #include "ref_harness.h"
 
 #include "../../base/rad_half.h"
@@ -35,8 +36,8 @@
 
 static const RadKernelLibrary *cpu_lib;
 static int (*cpu_set_isa)(const char *name);
-static const char *isa_levels[] = {"portable", "avx2", "avx512", "neon"};
-enum { N_LEVELS = 4 };
+#define isa_levels ops_isa_levels
+enum { N_LEVELS = OPS_N_LEVELS };
 static int level_ok[N_LEVELS];
 
 static const RadKernelRow *cpu_find_row(const char *op)
@@ -50,17 +51,7 @@ static const RadKernelRow *cpu_find_row(const char *op)
 static int load_cpu(void **state)
 {
     (void)state;
-    char path[4096];
-    const char *home = getenv("RADIANCE_HOME");
-    snprintf(path, sizeof path, "%s/plugins/kernels/cpu.so", home && *home ? home : "build");
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
-        return -1;
-    }
-    cpu_lib = dlsym(h, RAD_KERNEL_LIBRARY_SYMBOL);
-    cpu_set_isa = (int (*)(const char *))dlsym(h, "rad_cpu_set_isa");
-    if (!cpu_lib || !cpu_set_isa || (cpu_lib->init && cpu_lib->init() != 0)) return -1;
+    if (!(cpu_lib = ops_open_cpu(NULL, &cpu_set_isa, NULL))) return -1;
     for (int i = 0; i < N_LEVELS; i++) {
         level_ok[i] = cpu_set_isa(isa_levels[i]) == 0;
         if (!level_ok[i]) printf("[ NOTE     ] ISA level %s: not on this machine, skipped\n", isa_levels[i]);
@@ -69,40 +60,6 @@ static int load_cpu(void **state)
 }
 
 /* ----------------------------------------------------- ways to run tasks */
-
-typedef struct TestPool {
-    int n_threads;
-    int reverse;            /* run the tasks serially, last first */
-} TestPool;
-
-typedef struct PoolJob {
-    void (*fn)(void *, int);
-    void *ctx;
-    int n;
-    atomic_int next;
-} PoolJob;
-
-static void *pool_worker(void *arg)
-{
-    PoolJob *j = arg;
-    for (int t; (t = atomic_fetch_add(&j->next, 1)) < j->n;) j->fn(j->ctx, t);
-    return NULL;
-}
-
-static void test_parallel_for(void *pool, int n_tasks, void (*fn)(void *, int), void *ctx)
-{
-    TestPool *p = pool;
-    if (p->reverse) {
-        for (int t = n_tasks - 1; t >= 0; t--) fn(ctx, t);
-        return;
-    }
-    PoolJob j = {.fn = fn, .ctx = ctx, .n = n_tasks};
-    atomic_init(&j.next, 0);
-    pthread_t th[8];
-    for (int i = 0; i < p->n_threads - 1; i++) assert_int_equal(pthread_create(&th[i], NULL, pool_worker, &j), 0);
-    pool_worker(&j);
-    for (int i = 0; i < p->n_threads - 1; i++) pthread_join(th[i], NULL);
-}
 
 /* 0: no pool; 1, 2: real threads; 3: reverse order, claiming 4 threads */
 static TestPool pools[] = {{1, 0}, {2, 0}, {3, 0}, {4, 1}};
@@ -140,7 +97,7 @@ static void cpu_sweep(Call *c, Region *io, int n_io, CheckFn check, void *ctx)
         for (int pi = 0; pi < N_POOLS; pi++) {
             for (int r = 0; r < n_io; r++) memcpy(io[r].p, init[r], io[r].n);
             c->args.pool = pi ? &pools[pi] : NULL;
-            c->args.parallel_for = pi ? test_parallel_for : NULL;
+            c->args.parallel_for = pi ? pool_parallel_for : NULL;
             c->args.n_threads = pools[pi].n_threads;
             void *scratch = NULL;
             if (c->row->scratch_bytes) {
@@ -503,7 +460,7 @@ static void test_rope(void **state)
     uint32_t seed = 2000;
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
         for (int mode = 0; mode <= 1; mode++)
-            for (int scaling = 0; scaling <= 3; scaling++) {
+            for (int scaling = 0; scaling <= 4; scaling++) {
                 int64_t hd = dims[d][0], n_rot = dims[d][1], H = 4;
                 int64_t M = (d + (size_t)mode + (size_t)scaling) % 3 == 0 ? 1 : 11 + (int64_t)d * 7;
                 int64_t n = M * H * hd;
@@ -523,10 +480,14 @@ static void test_rope(void **state)
                 set_i(&r, "mode", mode);
                 set_f(&r, "theta", scaling == 2 ? 500000.0 : d & 1 ? 1000000.0 : 10000.0);
                 set_i(&r, "scaling", scaling);
-                set_f(&r, "factor", scaling == 2 ? 8.0 : 4.0);
+                set_f(&r, "factor", scaling == 2 ? 8.0 : scaling == 4 && d & 1 ? 32.0 : 4.0);
                 set_f(&r, "low_freq_factor", 1.0);
                 set_f(&r, "high_freq_factor", 4.0);
                 set_i(&r, "orig_ctx", 8192);
+                set_f(&r, "beta_fast", d % 3 == 1 ? 24.0 : 0.0);   /* YaRN: given or default */
+                set_f(&r, "beta_slow", d % 3 == 1 ? 2.0 : 0.0);
+                set_f(&r, "attn_factor", d % 3 == 2 ? 1.3 : 0.0);
+                set_i(&r, "truncate", d & 1);
                 set_index(&r, "positions", pos, M);
                 set_act(&r, "x", rx, M, H * hd);
                 float factors[256];     /* scaling 3: per-pair divisors from 1 to 8 */

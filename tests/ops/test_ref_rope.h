@@ -4,7 +4,9 @@
 ** Pins both pair layouts on a vector small enough to rotate by hand, the
 ** identity at position 0, partial rotary, the two scalings (by comparing
 ** against unscaled rotations at scaled positions, which must agree bit for
-** bit), and one rotation computed by Hugging Face transformers itself.
+** bit), YaRN against a direct computation of its formulas in double and
+** against two rotations transformers computed (a Qwen3 long-context config,
+** a gpt-oss one), and one llama3 rotation computed by transformers.
 */
 
 typedef struct RopeCfg {
@@ -15,6 +17,8 @@ typedef struct RopeCfg {
     int64_t orig;
     const float *freq_factors;      /* scaling FACTORS: n_rot / 2, or NULL */
     int64_t n_factors;
+    double beta_fast, beta_slow, attn_factor;  /* scaling YARN */
+    int64_t truncate;
 } RopeCfg;
 
 /* Rotate M rows of x in place at the given positions. */
@@ -31,6 +35,10 @@ static int rope(const RopeCfg *r, float *x, int32_t *pos, int64_t M)
     set_f(&c, "low_freq_factor", r->low);
     set_f(&c, "high_freq_factor", r->high);
     set_i(&c, "orig_ctx", r->orig);
+    set_f(&c, "beta_fast", r->beta_fast);
+    set_f(&c, "beta_slow", r->beta_slow);
+    set_f(&c, "attn_factor", r->attn_factor);
+    set_i(&c, "truncate", r->truncate);
     set_act(&c, "x", x, M, r->n_head * r->head_dim);
     set_index(&c, "positions", pos, M);
     if (r->freq_factors) set_weight(&c, "freq_factors", r->freq_factors, RAD_ENC_F32, 0, r->n_factors, 0);
@@ -214,8 +222,111 @@ static void test_rope_matches_hf(void **state)
     for (int d = 0; d < 16; d++) assert_close(x[d], hf[d], 1e-6);
 }
 
+/* YaRN computed here in double from transformers' _compute_yarn_parameters
+** (find_correction_range, linear_ramp_factor, the blend), independently of
+** ref's f32 steps: at small positions the two agree to rounding. */
+static void yarn_direct(const RopeCfg *r, const float *x, int32_t pos, double *out)
+{
+    const double pi = 3.14159265358979323846;
+    double bf = r->beta_fast > 0 ? r->beta_fast : 32, bs = r->beta_slow > 0 ? r->beta_slow : 1;
+    double dim = (double)r->n_rot, base = r->theta;
+    double lo = dim * log(r->orig / (bf * 2 * pi)) / (2 * log(base));
+    double hi = dim * log(r->orig / (bs * 2 * pi)) / (2 * log(base));
+    if (r->truncate) lo = floor(lo), hi = ceil(hi);
+    lo = lo > 0 ? lo : 0;
+    hi = hi < dim - 1 ? hi : dim - 1;
+    if (lo == hi) hi += 0.001;
+    double attn = r->attn_factor > 0 ? r->attn_factor : r->factor <= 1 ? 1 : 0.1 * log(r->factor) + 1;
+    int64_t half = r->n_rot / 2;
+    for (int64_t d = 0; d < r->head_dim; d++) out[d] = x[d];
+    for (int64_t i = 0; i < half; i++) {
+        double pf = pow(base, 2.0 * (double)i / dim);
+        double ramp = ((double)i - lo) / (hi - lo);
+        ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+        double keep = 1 - ramp, inv = (1 / (r->factor * pf)) * (1 - keep) + (1 / pf) * keep;
+        double c = cos(pos * inv) * attn, s = sin(pos * inv) * attn;
+        int64_t a = r->mode == RAD_ROPE_MODE_NEOX ? i : 2 * i, b = r->mode == RAD_ROPE_MODE_NEOX ? i + half : 2 * i + 1;
+        out[a] = x[a] * c - x[b] * s;
+        out[b] = x[b] * c + x[a] * s;
+    }
+}
+
+static void test_rope_yarn(void **state)
+{
+    (void)state;
+    /* both layouts, partial rotary, truncate on and off, defaults and given
+    ** betas and attention factors, a factor that makes the ramp's ends meet */
+    RopeCfg cfgs[] = {
+        {1, 64, 64, RAD_ROPE_MODE_NEOX, 1000000, RAD_ROPE_SCALING_YARN, 4, 0, 0, 32768, .truncate = 1},
+        {1, 64, 48, RAD_ROPE_MODE_ADJACENT, 10000, RAD_ROPE_SCALING_YARN, 16, 0, 0, 2048, .truncate = 0,
+         .beta_fast = 24, .beta_slow = 2, .attn_factor = 1.25},
+        {1, 32, 32, RAD_ROPE_MODE_NEOX, 150000, RAD_ROPE_SCALING_YARN, 32, 0, 0, 4096, .truncate = 0,
+         .beta_fast = 32, .beta_slow = 1},
+        {1, 16, 16, RAD_ROPE_MODE_NEOX, 10000, RAD_ROPE_SCALING_YARN, 0.5, 0, 0, 64, .truncate = 1,
+         .beta_fast = 4, .beta_slow = 4},
+    };
+    for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++)
+        for (int32_t pos = 0; pos < 40; pos += 7) {
+            float x[64];
+            double want[64];
+            for (int d = 0; d < 64; d++) x[d] = (float)((d * 37) % 29) / 14.0f - 1.0f;
+            yarn_direct(&cfgs[k], x, pos, want);
+            assert_int_equal(rope(&cfgs[k], x, &pos, 1), RAD_OK);
+            for (int64_t d = 0; d < cfgs[k].head_dim; d++) assert_close(x[d], want[d], 2e-6);
+        }
+    /* bad YaRN parameters */
+    RopeCfg bad = cfgs[0];
+    float x[64] = {0};
+    int32_t p = 5;
+    bad.factor = 0;
+    assert_int_equal(rope(&bad, x, &p, 1), RAD_E_ARG);
+    bad = cfgs[0], bad.orig = 0;
+    assert_int_equal(rope(&bad, x, &p, 1), RAD_E_ARG);
+    bad = cfgs[0], bad.truncate = 2;
+    assert_int_equal(rope(&bad, x, &p, 1), RAD_E_ARG);
+    bad = cfgs[0], bad.beta_fast = -1;
+    assert_int_equal(rope(&bad, x, &p, 1), RAD_E_ARG);
+    bad = cfgs[0], bad.attn_factor = NAN;
+    assert_int_equal(rope(&bad, x, &p, 1), RAD_E_ARG);
+    bad = cfgs[0], bad.scaling = 5;
+    assert_int_equal(rope(&bad, x, &p, 1), RAD_E_UNSUPPORTED);
+}
+
+/* Against transformers 5.x (ROPE_INIT_FUNCTIONS["yarn"] and
+** apply_rotary_pos_emb in float32), head_dim 16, x[d] = (d + 1)/16 - 0.5:
+** a Qwen3 long-context config (theta 1e6, factor 4, original context
+** 32768, truncate by default) at position 3000, and gpt-oss's (theta
+** 150000, factor 32, beta_fast 32, beta_slow 1, truncate false, original
+** context 4096) at position 5000.  transformers' attention factors were
+** 1.1386 and 1.3466 (0.1 ln(factor) + 1). */
+static void test_rope_yarn_matches_hf(void **state)
+{
+    (void)state;
+    static const float qwen3[16] = {
+        0.470437944f,  -0.276706636f, -0.413624048f, -0.308135718f,  -0.370032221f, -0.197843552f,
+        -0.0829578936f, -0.00240111188f, -0.178623348f, 0.354975998f, -0.0332191736f, 0.259059817f,
+        -0.187788427f, 0.404267818f, 0.496322632f, 0.569309652f};
+    static const float gptoss[16] = {
+        -0.00797107816f, 0.258567989f, 0.288215697f, 0.0958315283f, -0.153788939f, -0.213485241f,
+        -0.0962193459f, -0.00311127747f, 0.595053613f, -0.465257496f, -0.397184312f, -0.466340959f,
+        -0.466017812f, 0.487592071f, 0.587276995f, 0.673279583f};
+    RopeCfg q = {1, 16, 16, RAD_ROPE_MODE_NEOX, 1000000, RAD_ROPE_SCALING_YARN, 4, 0, 0, 32768, .truncate = 1};
+    RopeCfg g = {1, 16, 16, RAD_ROPE_MODE_NEOX, 150000, RAD_ROPE_SCALING_YARN, 32, 0, 0, 4096, .truncate = 0,
+                 .beta_fast = 32, .beta_slow = 1};
+    const RopeCfg *cfg[2] = {&q, &g};
+    const float *want[2] = {qwen3, gptoss};
+    int32_t pos[2] = {3000, 5000};
+    for (int k = 0; k < 2; k++) {
+        float x[16];
+        for (int d = 0; d < 16; d++) x[d] = (float)(d + 1) / 16 - 0.5f;
+        assert_int_equal(rope(cfg[k], x, &pos[k], 1), RAD_OK);
+        for (int d = 0; d < 16; d++) assert_close(x[d], want[k][d], 1e-6);
+    }
+}
+
 #define ROPE_TESTS                                                                         \
     cmocka_unit_test(test_rope_position_zero), cmocka_unit_test(test_rope_layouts),      \
         cmocka_unit_test(test_rope_partial_heads), cmocka_unit_test(test_rope_scaling), \
         cmocka_unit_test(test_rope_freq_factors), \
-        cmocka_unit_test(test_rope_matches_hf)
+        cmocka_unit_test(test_rope_matches_hf), cmocka_unit_test(test_rope_yarn), \
+        cmocka_unit_test(test_rope_yarn_matches_hf)

@@ -4,7 +4,7 @@
 ** gguf-py's (tests/ops/encoding_vectors.h) where ours follow ggml's
 ** reference, q4_k, q5_k and q6_k bytes against ggml's own reference
 ** quantizer (tests/unit/kquant_vectors.h), and every quantizer's round-trip
-** error through the reference decoder (kernels/ref/dequant*.c) against
+** error through the reference decoder (kernels/ops/dequant*.c) against
 ** llama.cpp's limits.
 */
 #include <setjmp.h>
