@@ -1,11 +1,10 @@
 /*
-** cmocka.h (lite): the few cmocka calls tests/ops/test_cpu_ops.c and
-** ref_harness.h use, for building that test where cmocka is not installed:
-** the arm64 cross build run under qemu-user, with -Itests/ops/cmocka_lite.
-**
-**   aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -Ibase -Itests/ops/cmocka_lite \
-**       -o test_cpu_ops tests/ops/test_cpu_ops.c kernels/ref/*.c kernels/ops/*.c \
-**       base/encoding.c base/error.c -lpthread -ldl -lm
+** cmocka.h (lite): the few cmocka calls tests/ops/test_cpu_ops.c,
+** test_invariance.c and ref_harness.h use, for building those tests where
+** cmocka is not installed: the arm64 cross build run under qemu-user, with
+** -Itests/ops/cmocka_lite (the Makefile's test-neon: every .c of
+** kernels/ref and kernels/ops, base/encoding.c and base/error.c with the
+** test, -lpthread -ldl -lm).
 **
 ** A failed assertion prints its message and abandons the test (longjmp);
 ** the run goes on with the next test and exits 1 if any failed.
