@@ -308,7 +308,7 @@ $(BUILD)/tests/ops/test_cpu_ops_neon: $(NEON_OPS_SRC) $(HEADERS) tests/ops/cmock
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/ops/cmocka_lite -o $@ $(NEON_OPS_SRC) -lpthread -ldl -lm
 NEON_INV_SRC := tests/ops/test_invariance.c $(filter-out base/encoding.c,$(REF_SRC)) base/encoding.c base/error.c \
-    formats/quantize.c formats/quantize_kquants.c
+    formats/quantize.c formats/quantize_kquants.c formats/quantize_kref.c
 $(BUILD)/tests/ops/test_invariance_neon: $(NEON_INV_SRC) $(HEADERS) tests/ops/cmocka_lite/cmocka.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/ops/cmocka_lite -o $@ $(NEON_INV_SRC) -lpthread -ldl -lm
