@@ -451,7 +451,10 @@ static void render_inline(RadRich *r, const char *s, size_t n, RadStyle base)
     s += lead;
     n = trim_end(s, n - lead);
     if (n == 0) return;
-    char stack[512], *buf = n + 2 <= sizeof stack ? stack : malloc(n + 2);
+    /* md4c 0.4.8 reads a few bytes past the end of its input (its permissive
+     * autolink scan), so the copy ends in zeros that it may read safely. */
+    enum { PAD = 16 };
+    char stack[512], *buf = n + 1 + PAD <= sizeof stack ? stack : malloc(n + 1 + PAD);
     if (!buf) {
         rad_rich_add(r, base, s, n);
         return;
@@ -462,6 +465,7 @@ static void render_inline(RadRich *r, const char *s, size_t n, RadStyle base)
         if ((long)i == at) buf[m++] = '\\';
         buf[m++] = s[i];
     }
+    memset(buf + m, 0, PAD);
     Inline in = {r, base};
     MD_PARSER parser = {0};
     parser.abi_version = 0;
