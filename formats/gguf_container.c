@@ -158,6 +158,19 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
     if (!rc && strcmp(scaling, "none") != 0) {
         rc = rad_meta_table_set_string(t, "rope_scaling.rope_type", scaling);
         if (!rc) rc = rad_meta_table_set_float(t, "rope_scaling.factor", factor);
+        /* YaRN's original context and ramp bounds, when the converter wrote
+        ** them (the betas only in newer llama.cpp files; absent is 32 and 1) */
+        int64_t orig_ctx;
+        double beta;
+        if (!rc && rad_gguf_get(g, ARCH_KEY("rope.scaling.original_context_length")) &&
+            rad_gguf_get_int(g, ARCH_KEY("rope.scaling.original_context_length"), 0, &orig_ctx) == RAD_OK)
+            rc = rad_meta_table_set_int(t, "rope_scaling.original_max_position_embeddings", orig_ctx);
+        if (!rc && rad_gguf_get(g, ARCH_KEY("rope.scaling.yarn_beta_fast")) &&
+            rad_gguf_get_float(g, ARCH_KEY("rope.scaling.yarn_beta_fast"), 0, &beta) == RAD_OK)
+            rc = rad_meta_table_set_float(t, "rope_scaling.beta_fast", beta);
+        if (!rc && rad_gguf_get(g, ARCH_KEY("rope.scaling.yarn_beta_slow")) &&
+            rad_gguf_get_float(g, ARCH_KEY("rope.scaling.yarn_beta_slow"), 0, &beta) == RAD_OK)
+            rc = rad_meta_table_set_float(t, "rope_scaling.beta_slow", beta);
     }
     /* llama.cpp's converter writes Llama 3.1+'s llama3 scaling as a table of
     ** per-pair divisors, the tensor rope_freqs.weight, and no scaling keys. */

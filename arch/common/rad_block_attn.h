@@ -15,15 +15,19 @@
 #define RAD_BLOCK_ATTN_H
 
 #include "rad_block_util.h"
+#include "../../kernels/ops/rad_op_values.h"
 
 typedef struct RadRopeConfig {
     int n_rot;                  /* rotated dims per head */
-    int mode;                   /* 0 = NEOX halves (HF), 1 = adjacent pairs (GGUF llama) */
+    int mode;                   /* RAD_ROPE_MODE_*: NEOX halves (HF) or adjacent pairs (GGUF llama) */
     double theta;
-    int scaling;                /* 0 none, 1 linear, 2 llama3, 3 per-pair factors */
+    int scaling;                /* RAD_ROPE_SCALING_*: none, linear, llama3, factors, yarn */
     double factor, low_freq_factor, high_freq_factor;
     int orig_ctx;
-    int has_freq_factors;       /* scaling 3: the model's factor table ... */
+    double beta_fast, beta_slow;    /* YaRN's ramp bounds; 0 = transformers' 32 and 1 */
+    double attn_factor;             /* YaRN's cos/sin factor; 0 = its default from factor */
+    int truncate;                   /* YaRN: RAD_ROPE_TRUNCATE_ON unless the config says false */
+    int has_freq_factors;       /* scaling FACTORS: the model's factor table ... */
     rad_weight freq_factors;    /* ... this weight (GGUF rope_freqs.weight) */
 } RadRopeConfig;
 
@@ -79,9 +83,10 @@ static inline rad_op rad_attn_rope(RadBuilder *b, const RadAttnConfig *c, int n_
                                        RAD_INT("scaling", r->scaling), RAD_FLOAT("factor", r->factor),
                                        RAD_FLOAT("low_freq_factor", r->low_freq_factor),
                                        RAD_FLOAT("high_freq_factor", r->high_freq_factor),
-                                       RAD_INT("orig_ctx", r->orig_ctx), RAD_FLOAT("beta_fast", 0),
-                                       RAD_FLOAT("beta_slow", 0), RAD_FLOAT("attn_factor", 0),
-                                       RAD_INT("truncate", 1)),
+                                       RAD_INT("orig_ctx", r->orig_ctx), RAD_FLOAT("beta_fast", r->beta_fast),
+                                       RAD_FLOAT("beta_slow", r->beta_slow), RAD_FLOAT("attn_factor", r->attn_factor),
+                                       RAD_INT("truncate", r->scaling == RAD_ROPE_SCALING_YARN ? r->truncate
+                                                                                           : RAD_ROPE_TRUNCATE_ON)),
                             factors, r->has_freq_factors ? 1 : 0);
     rad_op_reads(b, op, RAD_BUFS(x, pos));
     rad_op_writes(b, op, RAD_BUFS(x));

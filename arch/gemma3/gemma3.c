@@ -172,7 +172,7 @@ static int rope_for(RadBuilder *b, const RadModelMeta *meta, int sliding, RadRop
     }
     if (strcmp(type, "default") == 0) return RAD_OK;
     if (strcmp(type, "linear") == 0) {
-        r->scaling = 1;
+        r->scaling = RAD_ROPE_SCALING_LINEAR;
         r->factor = factor;
         return RAD_OK;
     }

@@ -30,6 +30,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "recording_builder.h"
@@ -99,7 +100,7 @@ static int close_plugins(void **state)
 /* The metadata the loader would hand the plugin, with room for its table. */
 typedef struct Model {
     RadModelMeta meta;
-    RadMetaKV kv[8];
+    RadMetaKV kv[16];
 } Model;
 
 static void add_kv(Model *m, RadMetaKV kv)
@@ -508,13 +509,58 @@ static void test_unsupported_rope_type_fails_by_name(void **state)
 {
     (void)state;
     Model m;
-    llama3_model(&m, "yarn");
+    llama3_model(&m, "longrope");
     int rc = RAD_OK;
     RadBuilder *b = declare("f32", &m, &rc, NULL);
     assert_int_not_equal(rc, RAD_OK);
     assert_int_equal(rec_fail_count(b), 1);
-    assert_non_null(strstr(rec_fail(b, 0), "'yarn'"));
+    assert_non_null(strstr(rec_fail(b, 0), "'longrope'"));
     rec_builder_free(b);
+}
+
+/* Pins YaRN: scaling 4 with the config's factor, original context, betas and
+** truncate; an absent attention factor stays 0 (the op's default), DeepSeek's
+** mscale pair becomes its quotient, and a missing original context is the
+** trained one, as transformers fills it in. */
+static void test_yarn_rope_ops_carry_the_config(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 3; variant++) {
+        Model m;
+        llama3_model(&m, "yarn");
+        if (variant == 0) {
+            add_kv(&m, KV_FLOAT("rope_parameters.beta_fast", 16.0));
+            add_kv(&m, KV_FLOAT("rope_parameters.beta_slow", 2.0));
+            add_kv(&m, KV_INT("rope_parameters.truncate", 0));
+        } else if (variant == 1) {
+            add_kv(&m, KV_FLOAT("rope_parameters.mscale", 0.707));
+            add_kv(&m, KV_FLOAT("rope_parameters.mscale_all_dim", 0.707));
+        } else {
+            add_kv(&m, KV_FLOAT("rope_parameters.mscale", 1.0));
+            add_kv(&m, KV_FLOAT("rope_parameters.mscale_all_dim", 0.5));
+        }
+        if (variant == 2) {     /* no original context: the trained one */
+            for (int i = 0; i < m.meta.n_kv; i++)
+                if (!strcmp(m.kv[i].key, "rope_parameters.original_max_position_embeddings"))
+                    m.kv[i].key = "rope_parameters.unrelated";
+        }
+        RadBuilder *b = declare_and_step("f32", &m, 1, NULL);
+        int n_rope = 0;
+        for (rad_op op = 0; op < rec_op_count(b); op++) {
+            if (strcmp(rec_op_name(b, op), "rope") != 0) continue;
+            n_rope++;
+            assert_int_equal(rec_op_param(b, op, "scaling")->i, 4);
+            assert_true(rec_op_param(b, op, "factor")->f == LLAMA3_FACTOR);
+            assert_int_equal(rec_op_param(b, op, "orig_ctx")->i, variant == 2 ? 512 : LLAMA3_ORIG_CTX);
+            assert_true(rec_op_param(b, op, "beta_fast")->f == (variant == 0 ? 16.0 : 0.0));
+            assert_true(rec_op_param(b, op, "beta_slow")->f == (variant == 0 ? 2.0 : 0.0));
+            assert_int_equal(rec_op_param(b, op, "truncate")->i, variant == 0 ? 0 : 1);
+            double want = variant == 2 ? (0.1 * log(LLAMA3_FACTOR) + 1.0) / (0.05 * log(LLAMA3_FACTOR) + 1.0) : variant == 1 ? 1.0 : 0.0;
+            assert_true(fabs(rec_op_param(b, op, "attn_factor")->f - want) < 1e-12);
+        }
+        assert_int_equal(n_rope, 4);
+        rec_builder_free(b);
+    }
 }
 
 /* Pins the q8_0 plugin's encodings: 2-D weights (projections, embedding) q8_0, norms and biases f32. */
@@ -599,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_llama3_rope_ops_carry_the_scaling),
         cmocka_unit_test(test_no_output_rows_issue_no_logits),
         cmocka_unit_test(test_unsupported_rope_type_fails_by_name),
+        cmocka_unit_test(test_yarn_rope_ops_carry_the_config),
         cmocka_unit_test(test_q8_0_plugin_quantizes_matrices_only),
         cmocka_unit_test(test_unfused_norm_falls_back_to_add_and_rmsnorm),
         cmocka_unit_test(test_plugin_identifies_itself),

@@ -26,7 +26,7 @@
 
 #include "../../engine/include/radiance.h"
 
-static const char *cases[] = {"llama", "llama3_scaled", "qwen2", "qwen3", "qwen3_window", "mistral", "mistral_window", "gemma3"};
+static const char *cases[] = {"llama", "llama3_scaled", "qwen2", "qwen3", "qwen3_window", "qwen3_yarn", "mistral", "mistral_window", "gemma3"};
 #define N_CASES (sizeof cases / sizeof *cases)
 
 static char fixtures[4096], workdir[4096];
