@@ -231,19 +231,17 @@ static void batched_equals_alone(const char *name, const char *kv)
     free(solo);
 }
 
-/* TODO(kernels, core v2): the cpu attention's result still depends on the
-** rows a step holds past a sliding window's edge and with an f16 cache
-** (`radiance run --tokens ... -b 16` and `-b 11` differ on gemma3 from
-** position 16); until the batch-invariant kernels land, gemma3 and the f16
-** cache are left out here, and the ref library (which is invariant) is not
-** the default. */
+/* Pins batch invariance end to end (docs/OPS.md): every family, with an f32
+** and the default f16 cache, sliding windows included, gives the same tokens
+** and the same logits bits batched as alone. */
 static void batched_sequences_equal_solo(void **state)
 {
     (void)state;
-    static const char *names[] = {"llama", "qwen2", "mistral_window"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) batched_equals_alone(names[i], "f32");
-    batched_equals_alone("llama", "f16");
-    batched_equals_alone("qwen2", "f16");
+    static const char *names[] = {"llama", "qwen2", "qwen3", "mistral_window", "gemma3"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        batched_equals_alone(names[i], "f32");
+        batched_equals_alone(names[i], "f16");
+    }
 }
 
 /* ------------------------------------------------------------- prefixes */
