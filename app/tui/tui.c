@@ -414,7 +414,13 @@ static void handle_key(Tui *u, int kind, wint_t wc)
         size_t n = wcrtomb(mb, (wchar_t)wc, &ps);
         if (n != (size_t)-1) rad_input_insert(&u->in, mb, n);
     }
-    u->quit_armed = 0;      /* a key between two Ctrl-Cs: they are not "in a row" */
+    if (u->quit_armed) {
+        /* a key between two Ctrl-Cs: they are not "in a row", and the hint
+        ** that says the next one leaves is no longer true */
+        u->quit_armed = 0;
+        u->hint[0] = 0;
+        u->dirty = 1;
+    }
     if (r == RAD_INPUT_SUBMIT) {
         if (u->busy) hint(u, "a reply is running: wait, or Ctrl-C to stop it");
         else submit(u);

@@ -238,7 +238,7 @@ wait_for 5 "n_predict = 1200" && ok "/set n_predict" || not_ok "/set: $(pane | t
 # -------------------------------------------------------- Ctrl-C mid-reply
 footers=$(pane | grep -Ec "$FOOTER")
 send "Tell me a long story about a dragon who lives in a cave."
-if wait_for 60 "generating" && sleep 1 && ! status_row | grep -q "ready *$"; then
+if wait_for 60 "generating" && sleep 0.3 && ! status_row | grep -q "ready *$"; then
     T send-keys -t chat C-c
     if wait_for 10 "interrupted \(Ctrl-C\)" && wait_ready 10 \
         && pane | grep -A1 "interrupted (Ctrl-C)" | grep -Eq "^  [1-9][0-9]* tokens"; then
