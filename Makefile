@@ -191,7 +191,7 @@ $(FUZZ_DIR)/fuzz_safetensors: $(FUZZ_ST_SRC) tests/fuzz/fuzz_common.h $(HEADERS)
 FUZZ_CORE_SRC = $(filter-out engine/%,$(CORE_SRC)) $(wildcard engine/text/*.c)
 $(FUZZ_DIR)/fuzz_tokenizer_json $(FUZZ_DIR)/fuzz_encode: $(FUZZ_DIR)/%: tests/fuzz/%.c $(FUZZ_CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -Iengine -o $@ $< $(FUZZ_CORE_SRC) -ljansson -lpcre2-8 -lutf8proc -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Iengine -o $@ $< $(FUZZ_CORE_SRC) -ljansson -lpcre2-8 -lutf8proc -lcrypto -lm
 fuzz-smoke: $(FUZZ_DIR)/fuzz_gguf $(FUZZ_DIR)/fuzz_safetensors $(FUZZ_DIR)/fuzz_tokenizer_json $(FUZZ_DIR)/fuzz_encode
 	@for t in gguf safetensors tokenizer_json encode; do \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$t; echo "== fuzz_$$t, $(FUZZ_TIME) s"; \
