@@ -57,7 +57,7 @@ GOLDEN_TESTS := $(patsubst tests/golden/%.c,$(BUILD)/tests/golden/%,$(wildcard t
 TEXT_TESTS := $(patsubst tests/text/%.c,$(BUILD)/tests/text/%,$(wildcard tests/text/test_*.c))
 MODEL_TESTS := $(patsubst tests/models/%.c,$(BUILD)/tests/models/%,$(wildcard tests/models/test_*.c))
 
-.PHONY: all test asan install deps test-deps clean neon-test unit-test ops-test arch-test golden-test text-test e2e-test test-models fuzz-smoke
+.PHONY: all test asan install deps test-deps clean neon-test unit-test ops-test arch-test golden-test text-test e2e-test test-models fuzz-smoke fuzz
 all: $(BUILD)/radiance $(ARCH_SO) $(KERN_SO)
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -192,8 +192,30 @@ FUZZ_CORE_SRC = $(filter-out engine/%,$(CORE_SRC)) $(wildcard engine/text/*.c)
 $(FUZZ_DIR)/fuzz_tokenizer_json $(FUZZ_DIR)/fuzz_encode: $(FUZZ_DIR)/%: tests/fuzz/%.c $(FUZZ_CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Iengine -o $@ $< $(FUZZ_CORE_SRC) -ljansson -lpcre2-8 -lutf8proc -lcrypto -lm
-fuzz-smoke: $(FUZZ_DIR)/fuzz_gguf $(FUZZ_DIR)/fuzz_safetensors $(FUZZ_DIR)/fuzz_tokenizer_json $(FUZZ_DIR)/fuzz_encode
-	@for t in gguf safetensors tokenizer_json encode; do \
+# The .rad reader, config.json and KV snapshot restore reach into the engine
+# (the metadata checks, the KV pool): the whole core, built once for fuzzing
+# (-fsanitize=fuzzer-no-link) into an archive each of those targets links.
+FUZZ_LIB_OBJ = $(CORE_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_LIB_FLAGS = $(subst -fsanitize=fuzzer,-fsanitize=fuzzer-no-link,$(FUZZ_FLAGS))
+$(FUZZ_DIR)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_LIB_FLAGS) -Iengine -c $< -o $@
+$(FUZZ_DIR)/libradcore.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(FUZZ_DIR)/fuzz_rad $(FUZZ_DIR)/fuzz_config $(FUZZ_DIR)/fuzz_snapshot: $(FUZZ_DIR)/%: tests/fuzz/%.c $(FUZZ_DIR)/libradcore.a tests/fuzz/fuzz_common.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Iengine -o $@ $< $(FUZZ_DIR)/libradcore.a $(LDLIBS)
+
+# Every target, for FUZZ_TIME seconds each (CI: 15), from the committed seeds
+# (tests/fuzz/seeds/TARGET) and what earlier runs found (build/fuzz/corpus).
+# `make fuzz FUZZ_TIME=600` is the longer campaign; what it adds to the
+# corpus stays in build/ (copy a small, new finding into seeds/ by hand).
+FUZZ_TARGETS = gguf safetensors tokenizer_json encode rad config snapshot
+.PHONY: fuzz
+fuzz: fuzz-smoke
+fuzz-smoke: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$t; echo "== fuzz_$$t, $(FUZZ_TIME) s"; \
 	  $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \
 	    $$( [ -f tests/fuzz/$$t.dict ] && echo -dict=tests/fuzz/$$t.dict ) -artifact_prefix=$(FUZZ_DIR)/crash-$$t- \
@@ -320,6 +342,12 @@ test-neon:
 	qemu-aarch64 -L /usr/aarch64-linux-gnu $(NEON_BUILD)/tests/ops/test_cpu_neon $(NEON_BUILD)/plugins/kernels/cpu.so
 	RADIANCE_HOME=$(abspath $(NEON_BUILD)) qemu-aarch64 -L /usr/aarch64-linux-gnu $(NEON_BUILD)/tests/ops/test_cpu_ops_neon
 	RADIANCE_HOME=$(abspath $(NEON_BUILD)) qemu-aarch64 -L /usr/aarch64-linux-gnu $(NEON_BUILD)/tests/ops/test_invariance_neon quick
+
+# tests/unit/test_alloc_fail.c fails the n-th allocation of the readers and
+# the builder for every n: the link line routes the core's allocations
+# through the test's __wrap_ functions (no hook in the code under test).
+ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup,--wrap=vasprintf,--wrap=asprintf
+$(BUILD)/tests/unit/test_alloc_fail: TESTLIBS = $(ALLOC_WRAP) -lcmocka $(LDLIBS)
 
 # The TUI layout test includes the app's layout sources directly.
 $(BUILD)/tests/unit/test_tui_layout: app/tui/tui_text.c app/tui/tui_markdown.c app/tui/tui_transcript.c

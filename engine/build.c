@@ -47,24 +47,45 @@ static int read_decl(RadBuilder *b, const char *what, const char *type, void *ds
 
 /* ------------------------------------------------------------ helpers */
 
-#define GROW(arr, n, cap)                                                     \
+/* Grow a declaration table by doubling.  An allocation that fails marks the
+** builder out of memory: declare goes on (its calls then do nothing that
+** needs the table) and finish reports RAD_E_NOMEM, so a plugin never sees a
+** crash for a failed allocation. */
+#define GROW(b, arr, n, cap, fail)                                            \
     do {                                                                      \
         if ((n) == (cap)) {                                                   \
             int new_cap = (cap) ? (cap) * 2 : 16;                             \
-            void *grown = realloc((arr), (size_t)new_cap * sizeof *(arr));    \
-            if (!grown) abort(); /* declare-time tables are small */         \
+            void *grown = (cap) > INT32_MAX / 4 ? NULL                        \
+                        : realloc((arr), (size_t)new_cap * sizeof *(arr));    \
+            if (!grown) {                                                     \
+                (b)->oom = 1;                                                 \
+                return (fail);                                                \
+            }                                                                 \
             (arr) = grown;                                                    \
             (cap) = new_cap;                                                  \
         }                                                                     \
     } while (0)
 
-static void add_line(char ***lines, int *n, const char *fmt, va_list ap)
+/* Append a formatted line to a list of lines.  The list grows by doubling
+** (its capacity is implied by n: 16, then the next power of two), so a
+** declaration with a problem per tensor of thousands of layers stays linear. */
+static void add_line(RadBuilder *b, char ***lines, int *n, const char *fmt, va_list ap)
 {
     char *line = NULL;
-    if (vasprintf(&line, fmt, ap) < 0) return;
-    char **grown = realloc(*lines, (size_t)(*n + 1) * sizeof **lines);
-    if (!grown) { free(line); return; }
-    *lines = grown;
+    if (vasprintf(&line, fmt, ap) < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (*n == 0 || (*n >= 16 && (*n & (*n - 1)) == 0)) {
+        size_t cap = *n == 0 ? 16 : (size_t)*n * 2;
+        char **grown = *n > INT32_MAX / 4 ? NULL : realloc(*lines, cap * sizeof **lines);
+        if (!grown) {
+            free(line);
+            b->oom = 1;
+            return;
+        }
+        *lines = grown;
+    }
     (*lines)[(*n)++] = line;
 }
 
@@ -72,7 +93,7 @@ static void problem(RadBuilder *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    add_line(&b->problems, &b->n_problems, fmt, ap);
+    add_line(b, &b->problems, &b->n_problems, fmt, ap);
     va_end(ap);
 }
 
@@ -80,7 +101,7 @@ int rad_decl_fail(RadBuilder *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    add_line(&b->problems, &b->n_problems, fmt, ap);
+    add_line(b, &b->problems, &b->n_problems, fmt, ap);
     va_end(ap);
     return RAD_E_ARG;
 }
@@ -89,7 +110,7 @@ void rad_note(RadBuilder *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    add_line(&b->notes, &b->n_notes, fmt, ap);
+    add_line(b, &b->notes, &b->n_notes, fmt, ap);
     va_end(ap);
 }
 
@@ -211,7 +232,7 @@ rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl 
                     name, i, (long long)d->shape[i]);
             return -1;
         }
-    GROW(b->weights, b->n_weights, b->cap_weights);
+    GROW(b, b->weights, b->n_weights, b->cap_weights, -1);
     RadWeightEntry *w = &b->weights[b->n_weights];
     memset(w, 0, sizeof *w);
     w->name = strdup(name);
@@ -222,6 +243,7 @@ rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl 
     if (!w->name || (d->source && !w->source) || rad_name_index_put(&b->weight_index, w->name, b->n_weights) != RAD_OK) {
         free(w->name);
         free(w->source);
+        b->oom = 1;
         problem(b, "out of memory declaring weight '%s'", name);
         return -1;
     }
@@ -258,7 +280,10 @@ int rad_decl_name_map(RadBuilder *b, const char *weight, int mode, const char *c
             for (int a = 0; a < b->n_aliases; a++)
                 n_alt += strncmp(sources[i], b->alias_from[a], strlen(b->alias_from[a])) == 0;
     w->map_sources = calloc((size_t)(n_sources + n_alt), sizeof *w->map_sources);
-    if (!w->map_sources) return rad_decl_fail(b, "out of memory for the name map of '%s'", weight);
+    if (!w->map_sources) {
+        b->oom = 1;
+        return rad_decl_fail(b, "out of memory for the name map of '%s'", weight);
+    }
     int n = 0;
     for (int i = 0; i < n_sources; i++) w->map_sources[n++] = strdup(sources[i]);
     for (int i = 0; i < n_sources && n_alt; i++)
@@ -272,7 +297,10 @@ int rad_decl_name_map(RadBuilder *b, const char *weight, int mode, const char *c
     w->n_map_sources = n;
     w->map_mode = mode;
     for (int i = 0; i < n; i++)
-        if (!w->map_sources[i]) return rad_decl_fail(b, "out of memory for the name map of '%s'", weight);
+        if (!w->map_sources[i]) {
+            b->oom = 1;
+            return rad_decl_fail(b, "out of memory for the name map of '%s'", weight);
+        }
     return RAD_OK;
 }
 
@@ -287,6 +315,7 @@ int rad_decl_name_alias(RadBuilder *b, const char *from, const char *to)
     if (!f || !t || !from_copy || !to_copy) {
         free(from_copy);
         free(to_copy);
+        b->oom = 1;
         return rad_decl_fail(b, "out of memory for a name alias");
     }
     b->alias_from[b->n_aliases] = from_copy;
@@ -328,7 +357,7 @@ rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *de
         problem(b, "buffer '%s': unknown kind %d", name, d->kind);
         return -1;
     }
-    GROW(b->buffers, b->n_buffers, b->cap_buffers);
+    GROW(b, b->buffers, b->n_buffers, b->cap_buffers, -1);
     RadBufferEntry *e = &b->buffers[b->n_buffers];
     memset(e, 0, sizeof *e);
     e->name = strdup(name);
@@ -341,6 +370,7 @@ rad_buf rad_decl_buffer(RadBuilder *b, const char *name, const RadBufferDecl *de
     if (!e->name || (d->derive && !e->derive) || rad_name_index_put(&b->buffer_index, e->name, b->n_buffers) != RAD_OK) {
         free(e->name);
         free(e->derive);
+        b->oom = 1;
         problem(b, "out of memory declaring buffer '%s'", name);
         return -1;
     }
@@ -380,8 +410,12 @@ rad_kv rad_decl_kv_group(RadBuilder *b, const char *name, const RadKvGroupDecl *
         problem(b, "KV group '%s': kind %d is not served (FULL, WINDOW, LINEAR and CONV are)", name, d->kind);
         return -1;
     }
-    GROW(b->kv, b->n_kv, b->cap_kv);
+    GROW(b, b->kv, b->n_kv, b->cap_kv, -1);
     b->kv[b->n_kv].name = strdup(name);
+    if (!b->kv[b->n_kv].name) {
+        b->oom = 1;
+        return -1;
+    }
     b->kv[b->n_kv].d = *d;
     return b->n_kv++;
 }
@@ -392,7 +426,10 @@ int rad_bind_layer_kv(RadBuilder *b, int layer, rad_kv group)
         return rad_decl_fail(b, "rad_bind_layer_kv(layer %d, group %d): invalid", layer, group);
     if (layer >= b->n_layer_kv) {
         rad_kv *grown = realloc(b->layer_kv, (size_t)(layer + 1) * sizeof *grown);
-        if (!grown) return RAD_E_NOMEM;
+        if (!grown) {
+            b->oom = 1;
+            return RAD_E_NOMEM;
+        }
         for (int i = b->n_layer_kv; i <= layer; i++) grown[i] = -1;
         b->layer_kv = grown;
         b->n_layer_kv = layer + 1;
@@ -420,13 +457,19 @@ static int schema_has_kv(const RadOpSchema *s)
 rad_op rad_decl_op(RadBuilder *b, const char *op, const RadParam *params, int n_params,
                    const rad_weight *weights, int n_weights)
 {
-    GROW(b->ops, b->n_ops, b->cap_ops);
+    GROW(b, b->ops, b->n_ops, b->cap_ops, -1);
     RadOpEntry *e = &b->ops[b->n_ops];
     memset(e, 0, sizeof *e);
     e->op = strdup(op);
     e->range_index = -1;
+    if (n_weights > 0) e->weights = malloc((size_t)n_weights * sizeof *weights);
+    if (!e->op || (n_weights > 0 && !e->weights)) {
+        free(e->op);
+        free(e->weights);
+        b->oom = 1;
+        return -1;
+    }
     if (n_weights > 0) {
-        e->weights = malloc((size_t)n_weights * sizeof *weights);
         memcpy(e->weights, weights, (size_t)n_weights * sizeof *weights);
         e->n_weights = n_weights;
     }
@@ -480,8 +523,11 @@ static int add_uses(RadBuilder *b, rad_op op, const rad_buf *bufs, int n)
 {
     if (op < 0 || op >= b->n_ops) return rad_decl_fail(b, "reads/writes of an undeclared op %d", op);
     RadOpEntry *e = &b->ops[op];
-    rad_buf *grown = realloc(e->uses, (size_t)(e->n_uses + n) * sizeof *grown);
-    if (!grown) return RAD_E_NOMEM;
+    rad_buf *grown = n > 0 ? realloc(e->uses, (size_t)(e->n_uses + n) * sizeof *grown) : e->uses;
+    if (n > 0 && !grown) {
+        b->oom = 1;
+        return RAD_E_NOMEM;
+    }
     e->uses = grown;
     for (int i = 0; i < n; i++) {
         if (bufs[i] < 0 || bufs[i] >= b->n_buffers) {
@@ -526,10 +572,47 @@ int rad_declare_logits(RadBuilder *b, rad_buf logits)
 
 /* ------------------------------------------------------------- finish */
 
+/* FNV-1a: the problem lines' hash for counting repeats. */
+static uint64_t line_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* For each problem, how many times its text occurs, stored at its first
+** occurrence (0 at the repeats): one pass over an open-addressing table of
+** first indices, so thousands of layers missing the same tensors cost
+** linear time.  NULL when out of memory. */
+static int *count_repeats(const RadBuilder *b)
+{
+    size_t cap = 16;
+    while (cap < (size_t)b->n_problems * 2) cap *= 2;
+    int *slot = malloc(cap * sizeof *slot);
+    int *count = calloc((size_t)b->n_problems, sizeof *count);
+    if (!slot || !count) {
+        free(slot);
+        free(count);
+        return NULL;
+    }
+    for (size_t i = 0; i < cap; i++) slot[i] = -1;
+    for (int i = 0; i < b->n_problems; i++) {
+        size_t at = (size_t)line_hash(b->problems[i]) & (cap - 1);
+        while (slot[at] >= 0 && strcmp(b->problems[slot[at]], b->problems[i]) != 0) at = (at + 1) & (cap - 1);
+        if (slot[at] < 0) slot[at] = i;
+        count[slot[at]]++;
+    }
+    free(slot);
+    return count;
+}
+
 int rad_builder_finish(RadBuilder *b, const char *what)
 {
-    if (b->logits < 0) problem(b, "the plugin declared no logits buffer");
-    else if (b->buffers[b->logits].d.cols != b->meta->n_vocab || b->buffers[b->logits].d.enc != RAD_ENC_F32)
+    /* A plugin whose declare failed stopped before its logits: saying so
+    ** would hide why it failed. */
+    if (b->logits < 0) {
+        if (!b->declare_failed) problem(b, "the plugin declared no logits buffer");
+    } else if (b->buffers[b->logits].d.cols != b->meta->n_vocab || b->buffers[b->logits].d.enc != RAD_ENC_F32)
         problem(b, "logits buffer '%s' must be f32 with n_vocab (%d) columns", b->buffers[b->logits].name,
                 b->meta->n_vocab);
     for (int l = 0; l < b->n_layer_kv; l++)
@@ -543,30 +626,35 @@ int rad_builder_finish(RadBuilder *b, const char *what)
                         e->schema->params[e->range_index].name, (long long)e->bands[k].lo,
                         (long long)e->bands[k].hi, e->bands[k].why[0] ? e->bands[k].why : "no library has rows for it");
     }
+    if (b->oom)
+        return rad_error_set(RAD_E_NOMEM, "%s: out of memory while declaring the model", what);
     if (b->n_problems == 0) return RAD_OK;
 
     /* One line per distinct problem; repeats (the same miss in every layer)
-    ** are counted, not listed. */
-    size_t len = 0;
-    for (int i = 0; i < b->n_problems; i++) len += strlen(b->problems[i]) + 24;
-    char *text = malloc(len + 128);
-    if (!text) return RAD_E_NOMEM;
+    ** are counted, not listed.  The message stays whole: what does not fit
+    ** in about 14 kB is counted. */
+    int *count = count_repeats(b);
+    char *text = malloc(16384);
+    if (!count || !text) {
+        free(count);
+        free(text);
+        return rad_error_set(RAD_E_NOMEM, "%s: out of memory while reporting the model's problems", what);
+    }
     size_t at = 0;
     int distinct = 0, untold = 0;
     for (int i = 0; i < b->n_problems; i++) {
-        int seen = 0, repeats = 0;
-        for (int j = 0; j < i && !seen; j++) seen = strcmp(b->problems[j], b->problems[i]) == 0;
-        if (seen) continue;
-        for (int j = i; j < b->n_problems; j++) repeats += strcmp(b->problems[j], b->problems[i]) == 0;
+        if (!count[i]) continue;
         distinct++;
-        if (at > 14000) {       /* the message must stay whole: count what does not fit */
+        size_t len = strlen(b->problems[i]);
+        if (at + len + 32 > 14000) {
             untold++;
             continue;
         }
         at += (size_t)sprintf(text + at, "\n  %s", b->problems[i]);
-        if (repeats > 1) at += (size_t)sprintf(text + at, " (x%d)", repeats);
+        if (count[i] > 1) at += (size_t)sprintf(text + at, " (x%d)", count[i]);
     }
     if (untold) sprintf(text + at, "\n  ... and %d more", untold);
+    free(count);
     int code = RAD_E_UNSUPPORTED;
     for (int i = 0; i < b->n_problems; i++)
         if (strstr(b->problems[i], "no kernel")) code = RAD_E_NOKERNEL;

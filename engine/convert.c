@@ -16,8 +16,10 @@
 #include "../formats/quantize_recipe.h"
 #include "../formats/tokenizer.h"
 #include "../formats/gguf_container.h"
+#include "rad_limits.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +48,11 @@ static int config_int(const RadMetaTable *cfg, const char *key, int64_t dflt, in
         *out = dflt;
         return RAD_OK;
     }
-    if (kv->i <= 0 || kv->i > (1 << 30))
-        return rad_error_set(RAD_E_FORMAT, "%s: key '%s' = %lld is not a plausible size", path, key,
-                             (long long)kv->i);
+    if (kv->type == RAD_META_FLOAT && !(kv->f == floor(kv->f)))
+        return rad_error_set(RAD_E_FORMAT, "%s: key '%s' = %g is not a whole number", path, key, kv->f);
+    if (kv->i <= 0 || kv->i > RAD_LIMIT_META_INT)
+        return rad_error_set(RAD_E_FORMAT, "%s: key '%s' = %lld is not a plausible size (1 to %d, RAD_LIMIT_META_INT)",
+                             path, key, (long long)kv->i, RAD_LIMIT_META_INT);
     *out = kv->i;
     return RAD_OK;
 }
@@ -56,11 +60,10 @@ static int config_int(const RadMetaTable *cfg, const char *key, int64_t dflt, in
 /* Fill the canonical keys from config.json; the rest is copied verbatim. */
 static int meta_from_config(const RadMetaTable *cfg, RadMetaTable *out, const char *config_path)
 {
+    /* config.json's keys are unique (hf_config.c settles repeats): appended
+    ** without a search, so a config of many keys costs linear time. */
     for (int i = 0; i < cfg->n; i++) {
-        const RadMetaKV *kv = &cfg->kv[i];
-        int rc = kv->type == RAD_META_STRING ? rad_meta_table_set_string(out, kv->key, kv->s)
-               : kv->type == RAD_META_FLOAT ? rad_meta_table_set_float(out, kv->key, kv->f)
-               : rad_meta_table_set_int(out, kv->key, kv->i);
+        int rc = rad_meta_table_append(out, &cfg->kv[i]);
         if (rc) return rc;
     }
     int64_t layers, embd, heads, kv_heads, head_dim, ff, vocab, ctx;
@@ -85,17 +88,18 @@ static int meta_from_config(const RadMetaTable *cfg, RadMetaTable *out, const ch
     const RadMetaKV *eps = config_key(cfg, "rms_norm_eps");
     const RadMetaKV *theta = config_key(cfg, "rope_theta");
     if (!theta) theta = config_key(cfg, "rope_parameters.rope_theta");
-    rad_meta_table_set_int(out, "model.n_layers", layers);
-    rad_meta_table_set_int(out, "model.n_embd", embd);
-    rad_meta_table_set_int(out, "model.n_head", heads);
-    rad_meta_table_set_int(out, "model.n_head_kv", kv_heads);
-    rad_meta_table_set_int(out, "model.head_dim", head_dim);
-    rad_meta_table_set_int(out, "model.n_ff", ff);
-    rad_meta_table_set_int(out, "model.n_vocab", vocab);
-    rad_meta_table_set_int(out, "model.n_ctx_train", ctx);
-    rad_meta_table_set_float(out, "model.rms_eps", eps && eps->type != RAD_META_STRING ? eps->f : 1e-6);
-    rad_meta_table_set_float(out, "model.rope_theta", theta && theta->type != RAD_META_STRING ? theta->f : 10000.0);
-    return RAD_OK;
+    struct { const char *key; int64_t v; } canon[] = {
+        {"model.n_layers", layers}, {"model.n_embd", embd},   {"model.n_head", heads},
+        {"model.n_head_kv", kv_heads}, {"model.head_dim", head_dim}, {"model.n_ff", ff},
+        {"model.n_vocab", vocab},   {"model.n_ctx_train", ctx},
+    };
+    for (size_t i = 0; !rc && i < sizeof canon / sizeof *canon; i++)
+        rc = rad_meta_table_set_int(out, canon[i].key, canon[i].v);
+    if (!rc) rc = rad_meta_table_set_float(out, "model.rms_eps", eps && eps->type != RAD_META_STRING ? eps->f : 1e-6);
+    if (!rc)
+        rc = rad_meta_table_set_float(out, "model.rope_theta",
+                                      theta && theta->type != RAD_META_STRING ? theta->f : 10000.0);
+    return rc;
 }
 
 /* -------------------------------------------------------------- problems */
@@ -224,6 +228,130 @@ static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, int
     return out;
 }
 
+/* ---------------------------------------------------------- layers */
+
+/* One more than the largest number that is a whole dotted part of a tensor
+** name ("model.layers.27.mlp.up_proj.weight": 28), over the checkpoint: no
+** layer past it has a tensor, so a layer count above it is refused before
+** the plugin declares a table for every one of them. */
+static int64_t layers_bound(const RadCheckpoint *ck)
+{
+    int64_t most = 0;
+    for (int i = 0; i < rad_checkpoint_tensor_count(ck); i++) {
+        const char *p = rad_checkpoint_tensor_at(ck, i)->name;
+        while (*p) {
+            const char *end = p;
+            int64_t v = 0;
+            while (isdigit((unsigned char)*end) && v < RAD_LIMIT_META_INT) v = v * 10 + (*end++ - '0');
+            if (end > p && (*end == '.' || !*end) && v + 1 > most) most = v + 1;
+            p = strchr(end, '.');
+            if (!p) break;
+            p++;
+        }
+    }
+    return most;
+}
+
+/* A set of strings (open addressing over FNV-1a), for the check below. */
+typedef struct NameSet {
+    char **slot;
+    size_t cap;
+} NameSet;
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int set_init(NameSet *set, size_t n)
+{
+    set->cap = 16;
+    while (set->cap < n * 2) set->cap *= 2;
+    set->slot = calloc(set->cap, sizeof *set->slot);
+    return set->slot ? RAD_OK : RAD_E_NOMEM;
+}
+
+static char **set_find(const NameSet *set, const char *s)
+{
+    size_t at = (size_t)name_hash(s) & (set->cap - 1);
+    while (set->slot[at] && strcmp(set->slot[at], s) != 0) at = (at + 1) & (set->cap - 1);
+    return &set->slot[at];
+}
+
+/* Add a copy of `s` (taken when the set has it already, freed). */
+static int set_add(NameSet *set, char *s)
+{
+    if (!s) return RAD_E_NOMEM;
+    char **at = set_find(set, s);
+    if (*at) free(s);
+    else *at = s;
+    return RAD_OK;
+}
+
+static void set_free(NameSet *set)
+{
+    for (size_t i = 0; set->slot && i < set->cap; i++) free(set->slot[i]);
+    free(set->slot);
+}
+
+/* A tensor name with its numbers as '#': the same tensor of every layer. */
+static char *name_pattern(const char *name)
+{
+    char *p = malloc(strlen(name) + 1), *o = p;
+    if (!p) return NULL;
+    for (const char *c = name; *c;) {
+        if (isdigit((unsigned char)*c)) {
+            *o++ = '#';
+            while (isdigit((unsigned char)*c)) c++;
+        } else {
+            *o++ = *c++;
+        }
+    }
+    *o = 0;
+    return p;
+}
+
+/* Tensors the checkpoint holds for layers (or experts) the config does not
+** count: a checkpoint tensor that no weight reads although the same tensor
+** of another layer is read.  Without this a config.json with fewer layers
+** than the checkpoint converts into a smaller model, silently. */
+static int dropped_tensors(const RadCheckpoint *ck, const RadBuilder *b, Problems *pr, const char *config_path)
+{
+    int n = rad_checkpoint_tensor_count(ck);
+    NameSet used = {0}, patterns = {0};
+    int rc = set_init(&used, (size_t)n);
+    if (!rc) rc = set_init(&patterns, (size_t)n);
+    for (int i = 0; !rc && i < b->n_weights; i++) {
+        const RadWeightEntry *w = &b->weights[i];
+        for (int s = 0; !rc && s < w->n_map_sources; s++) {
+            if (!rad_checkpoint_tensor(ck, w->map_sources[s])) continue;
+            rc = set_add(&used, strdup(w->map_sources[s]));
+            if (!rc) rc = set_add(&patterns, name_pattern(w->map_sources[s]));
+        }
+    }
+    int dropped = 0;
+    const char *first = NULL;
+    for (int i = 0; !rc && i < n; i++) {
+        const char *name = rad_checkpoint_tensor_at(ck, i)->name;
+        if (*set_find(&used, name)) continue;
+        char *pattern = name_pattern(name);
+        if (!pattern) { rc = RAD_E_NOMEM; break; }
+        if (*set_find(&patterns, pattern)) {
+            if (!dropped++) first = name;
+        }
+        free(pattern);
+    }
+    if (!rc && dropped)
+        add_problem(pr, "%d checkpoint tensor%s like '%s' would be left out: %s counts fewer layers (or experts) "
+                    "than the checkpoint holds; fix num_hidden_layers", dropped, dropped == 1 ? "" : "s", first,
+                    config_path);
+    set_free(&used);
+    set_free(&patterns);
+    return rc ? rad_error_set(RAD_E_NOMEM, "%s: out of memory checking the tensors", config_path) : RAD_OK;
+}
+
 /* --------------------------------------------------------------- convert */
 
 static int find_plugin(const RadPluginSet *set, const char *hf_arch, const char *quant, const char *config_path,
@@ -255,11 +383,19 @@ static int find_plugin(const RadPluginSet *set, const char *hf_arch, const char 
 ** without parsing JSON.  A checkpoint without tokenizer.json converts without
 ** one (it then runs from token ids); one whose tokenizer we cannot run is
 ** refused here, with the reason, rather than at the first prompt. */
-static int add_tokenizer(const RadCheckpoint *ck, RadContainerWriter *w, const char *dir)
+static int add_tokenizer(const RadCheckpoint *ck, RadContainerWriter *w, const char *dir, int n_vocab, FILE *log)
 {
     char *json = NULL, *config = NULL;
     size_t len = 0, config_len = 0;
-    if (rad_checkpoint_read_file(ck, "tokenizer.json", &json, &len) != RAD_OK) return RAD_OK;
+    int found = rad_checkpoint_read_file(ck, "tokenizer.json", &json, &len);
+    if (found == RAD_E_NOTFOUND) {
+        rad_error_clear();
+        if (log)
+            fprintf(log, "note: %s has no tokenizer.json: the model will take token ids only (run --tokens), "
+                         "not text\n", dir);
+        return RAD_OK;
+    }
+    if (found) return found;
     if (rad_checkpoint_read_file(ck, "tokenizer_config.json", &config, &config_len) != RAD_OK) config = NULL;
     char name[4200];
     snprintf(name, sizeof name, "%s/tokenizer.json", dir);
@@ -273,12 +409,24 @@ static int add_tokenizer(const RadCheckpoint *ck, RadContainerWriter *w, const c
     size_t jinja_len = 0;
     if (rc == RAD_OK && !t->chat_template &&
         rad_checkpoint_read_file(ck, "chat_template.jinja", &jinja, &jinja_len) == RAD_OK) {
-        if (memchr(jinja, 0, jinja_len))
+        if (jinja_len > RAD_LIMIT_CHAT_TEMPLATE_BYTES)
+            rc = rad_error_set(RAD_E_FORMAT, "%s/chat_template.jinja: %zu bytes is over the chat template limit of "
+                               "%u bytes (RAD_LIMIT_CHAT_TEMPLATE_BYTES)", dir, jinja_len,
+                               RAD_LIMIT_CHAT_TEMPLATE_BYTES);
+        else if (memchr(jinja, 0, jinja_len))
             rc = rad_error_set(RAD_E_UNSUPPORTED, "%s/chat_template.jinja: holds a NUL byte", dir);
         else if (!(t->chat_template = strndup(jinja, jinja_len)))
             rc = RAD_E_NOMEM;
         free(jinja);
     }
+    if (rc == RAD_OK && t->chat_template && strlen(t->chat_template) > RAD_LIMIT_CHAT_TEMPLATE_BYTES)
+        rc = rad_error_set(RAD_E_FORMAT, "%s/tokenizer_config.json: a chat template of %zu bytes is over the "
+                           "limit of %u bytes (RAD_LIMIT_CHAT_TEMPLATE_BYTES)", dir, strlen(t->chat_template),
+                           RAD_LIMIT_CHAT_TEMPLATE_BYTES);
+    if (rc == RAD_OK && t->n_vocab > n_vocab)
+        rc = rad_error_set(RAD_E_FORMAT, "%s: the tokenizer has %d tokens, but config.json's vocab_size is %d: "
+                           "ids past it cannot be run; the tokenizer belongs to another model", name, t->n_vocab,
+                           n_vocab);
     if (rc == RAD_OK) rc = rad_tokenizer_serialize(t, &blob, &blob_len);
     if (rc == RAD_OK) rc = rad_container_add_blob(w, "tokenizer.bin", blob, blob_len);
     free(blob);
@@ -381,7 +529,15 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
     rad_meta_table_set_string(&meta_table, "model.name", name ? name : base && base[1] ? base + 1 : dir);
     RadModelMeta meta;
     rc = rad_meta_from_table(&meta_table, &meta, config_path);
+    if (!rc) rc = rad_meta_check(&meta, config_path);
     if (rc) goto done;
+    int64_t bound = layers_bound(ck);
+    if (meta.n_layers > bound) {
+        rc = rad_error_set(RAD_E_FORMAT, "%s: num_hidden_layers = %d, but the checkpoint's tensors are for at "
+                           "most %lld layers: the config does not belong to these weights", config_path,
+                           meta.n_layers, (long long)bound);
+        goto done;
+    }
 
     /* Shapes do not depend on the deployment: declare at the smallest one. */
     RadBuildCtx ctx = {.struct_size = sizeof ctx, .world_size = 1, .max_tok = 1, .max_seqs = 1, .max_ctx = 1,
@@ -436,6 +592,8 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
         }
         free(bytes);
     }
+    rc = dropped_tensors(ck, &b, &pr, config_path);
+    if (rc) goto done;
     for (int i = 0; i < b.n_weights; i++) {
         const RadWeightEntry *we = &b.weights[i];
         if (we->source && rad_builder_find_weight(&b, we->source) < 0)
@@ -447,7 +605,7 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
         goto done;
     }
 
-    rc = add_tokenizer(ck, w, dir);
+    rc = add_tokenizer(ck, w, dir, meta.n_vocab, log);
     if (rc) goto done;
     static const char *side_files[] = {"config.json", "tokenizer.json", "tokenizer_config.json",
                                        "generation_config.json", "chat_template.jinja"};

@@ -202,6 +202,8 @@ struct RadBuilder {
     int kv_block_size;
 
     char **problems; int n_problems;    /* reported together when declare ends */
+    int oom;                            /* an allocation failed: finish says RAD_E_NOMEM */
+    int declare_failed;                 /* the plugin's declare returned an error */
     char **notes; int n_notes;
 
     RadNameIndex weight_index;          /* name -> weight */
@@ -220,6 +222,13 @@ rad_weight rad_builder_find_weight(const RadBuilder *b, const char *name);
 
 /* RadModelMeta from a metadata table (canonical keys "model.n_layers"...). */
 int  rad_meta_from_table(const RadMetaTable *t, RadModelMeta *m, const char *path);
+
+/* meta_check.c: the metadata checked before anything is declared from it
+** (values, the layers against the container's tensors, the tokenizer against
+** the embedding).  0 or RAD_E_FORMAT with one line naming the key and file. */
+int  rad_meta_check(const RadModelMeta *m, const char *path);
+int  rad_meta_check_layers(const RadModelMeta *m, const RadContainer *c, const char *path);
+int  rad_meta_check_vocab(const RadModelMeta *m, int text_vocab, const char *path);
 
 /* The graph for --debug-graph. */
 void rad_builder_print_graph(const RadBuilder *b, const RadKernelLibrary *const *libs, FILE *f);

@@ -10,6 +10,8 @@
 */
 #include "engine_internal.h"
 
+#include "rad_limits.h"
+
 #include <string.h>
 
 static const RadMetaKV *meta_find(const RadModelMeta *m, const char *key)
@@ -64,9 +66,10 @@ int rad_meta_from_table(const RadMetaTable *t, RadModelMeta *m, const char *path
         if (v < 0 && ints[i].required)
             return rad_error_set(RAD_E_FORMAT, "%s: metadata key '%s' is missing or negative", path,
                                  ints[i].key);
-        if (v > (1 << 30))
-            return rad_error_set(RAD_E_FORMAT, "%s: metadata key '%s' = %lld is implausibly large",
-                                 path, ints[i].key, (long long)v);
+        if (v > RAD_LIMIT_META_INT)
+            return rad_error_set(RAD_E_FORMAT, "%s: metadata key '%s' = %lld is over the limit of %d "
+                                 "(RAD_LIMIT_META_INT): the file is damaged", path, ints[i].key, (long long)v,
+                                 RAD_LIMIT_META_INT);
         *ints[i].dst = v < 0 ? 0 : (int)v;
     }
     m->rms_eps = rad_meta_getf(m, "model.rms_eps", 1e-6);

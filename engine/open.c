@@ -145,11 +145,15 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     rc = rad_plugins_resolve_gguf(e->plugins, &e->container->meta, opt->model_path);
     if (rc) return fail_open(e, rc);
     rc = rad_meta_from_table(&e->container->meta, &e->meta, opt->model_path);
+    if (!rc) rc = rad_meta_check(&e->meta, opt->model_path);
+    if (!rc) rc = rad_meta_check_layers(&e->meta, e->container, opt->model_path);
     if (rc) return fail_open(e, rc);
     PROGRESS("tokenizer");
     rc = rad_text_from_container(e->container, &e->text);
     if (rc == RAD_E_NOTFOUND) rad_error_clear();     /* a model may carry no tokenizer */
     else if (rc) return fail_open(e, rc);
+    if (e->text && (rc = rad_meta_check_vocab(&e->meta, rad_text_data(e->text)->n_vocab, opt->model_path)))
+        return fail_open(e, rc);
     rc = rad_plugins_kernel_order(e->plugins, opt->kernels ? opt->kernels : rad_plugins_default_order(e->plugins),
                                   e->libs, MAX_LIBS, &e->n_libs);
     if (rc) return fail_open(e, rc);
@@ -191,6 +195,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
     e->b.libs = e->libs;
     e->b.n_libs = e->n_libs;
     rc = e->plugin->declare(&e->b, &e->meta, ctx, &e->instance);
+    e->b.declare_failed = rc != RAD_OK;
     int finish = rad_builder_finish(&e->b, opt->model_path);
     if (finish) return fail_open(e, finish);
     if (rc) return fail_open(e, rad_error_set(rc, "%s: plugin %s failed to declare the model (%s)",

@@ -11,6 +11,7 @@
 #include "checkpoint.h"
 
 #include "hf_config.h"
+#include "rad_limits.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -26,7 +27,7 @@
 #define WEIGHTS_FILE "model.safetensors"
 #define INDEX_FILE "model.safetensors.index.json"
 #define INDEX_MAX_BYTES (64u << 20)      /* an index lists names: kilobytes to a few MB */
-#define SIDE_FILE_MAX_BYTES (1ull << 30) /* tokenizer.json is tens of MB at most */
+#define SIDE_FILE_MAX_BYTES RAD_LIMIT_SIDE_FILE_BYTES
 
 /* One tensor and the shard it lives in. */
 typedef struct Entry {

@@ -36,6 +36,7 @@
 */
 #include "gguf.h"
 #include "file_access.h"
+#include "rad_limits.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -51,11 +52,12 @@
 #include <unistd.h>
 
 #define GGUF_HEADER_BYTES 24    /* magic, version, n_tensors, n_kv */
-#define KEY_MAX           65535 /* the spec's limit on a key's length */
-#define NAME_MAX_BYTES    1024  /* ggml stops at 63; anything past this is not a name */
-#define NEST_MAX          8     /* arrays of arrays of ... at most this deep */
+/* The limits (base/rad_limits.h, docs/LIMITS.md) under this file's names. */
+#define KEY_MAX           RAD_LIMIT_GGUF_KEY_BYTES
+#define NAME_MAX_BYTES    RAD_LIMIT_TENSOR_NAME_BYTES
+#define NEST_MAX          RAD_LIMIT_GGUF_NEST
 #define DEFAULT_ALIGNMENT 32
-#define SPLIT_MAX         65535 /* split.count is a u16 in llama.cpp */
+#define SPLIT_MAX         RAD_LIMIT_GGUF_SPLITS
 
 /* The smallest encodings of a key/value pair (8-byte key length, u32 type,
 ** a one-byte value) and of a tensor description (8-byte name length, u32
@@ -306,6 +308,8 @@ typedef struct Parser {
     uint64_t size, pos;
     Arena *arena;
     char what[200];
+    uint64_t str_max;       /* the longest string value or element read now */
+    const char *str_limit;  /* its name in rad_limits.h, for messages */
 } Parser;
 
 /* Refuse a read of `n` bytes at the cursor that runs past the end. */
@@ -371,9 +375,11 @@ static int read_str(Parser *ps, RadGgufStr *out, uint64_t max, const char *field
                              (unsigned long long)(ps->pos - 8), (unsigned long long)ps->size);
     if (len > max)
         return rad_error_set(RAD_E_FORMAT,
-                             "%s: %s: %s: length %llu is over the limit of %llu bytes: the "
-                             "file is damaged",
-                             ps->path, ps->what, where, (unsigned long long)len, (unsigned long long)max);
+                             "%s: %s: %s: length %llu is over the limit of %llu bytes%s%s%s: the "
+                             "file is damaged or hostile",
+                             ps->path, ps->what, where, (unsigned long long)len, (unsigned long long)max,
+                             max == ps->str_max ? " (" : "", max == ps->str_max ? ps->str_limit : "",
+                             max == ps->str_max ? ")" : "");
     char *s = arena_alloc(ps->arena, (size_t)len + 1);
     if (!s)
         return rad_error_set(RAD_E_NOMEM, "%s: out of memory for a %llu-byte string", ps->path,
@@ -493,7 +499,7 @@ static int read_array(Parser *ps, RadGgufValue *v, int depth)
             return rad_error_set(RAD_E_NOMEM, "%s: out of memory for %llu strings", ps->path,
                                  (unsigned long long)n);
         for (uint64_t i = 0; i < n; i++)
-            if ((rc = read_str(ps, &str[i], UINT64_MAX, "string element", i))) return rc;
+            if ((rc = read_str(ps, &str[i], ps->str_max, "string element", i))) return rc;
         v->arr.str = str;
         return 0;
     }
@@ -512,7 +518,7 @@ static int read_value(Parser *ps, int type, RadGgufValue *v, int depth)
 {
     if (type == RAD_GGUF_STRING) {
         v->type = type;
-        return read_str(ps, &v->str, UINT64_MAX, "string value", UINT64_MAX);
+        return read_str(ps, &v->str, ps->str_max, "string value", UINT64_MAX);
     }
     if (type == RAD_GGUF_ARRAY) return read_array(ps, v, depth);
     int rc = need(ps, value_type_size[type], "value");
@@ -631,6 +637,10 @@ static int read_kvs(Part *p, Parser *ps, uint64_t n_kv)
                                  "%s: %s: value type %u is not a GGUF value type: the file "
                                  "is damaged",
                                  p->path, ps->what, type);
+        /* A chat template is the one long string a model carries. */
+        int is_template = strncmp(key.s, "tokenizer.chat_template", 23) == 0;
+        ps->str_max = is_template ? RAD_LIMIT_CHAT_TEMPLATE_BYTES : RAD_LIMIT_META_STRING_BYTES;
+        ps->str_limit = is_template ? "RAD_LIMIT_CHAT_TEMPLATE_BYTES" : "RAD_LIMIT_META_STRING_BYTES";
         if ((rc = read_value(ps, (int)type, &kv->value, 0))) return rc;
         index_add(&p->kv_index, p->kv, sizeof *p->kv, kv->key, (int32_t)k);
         p->n_kv = (int)k + 1;
@@ -822,13 +832,20 @@ static int parse_part(RadGguf *g, int index)
                              "%s: the header claims %llu tensors, more than the file (%llu "
                              "bytes) can hold: the file is truncated or damaged",
                              p->path, (unsigned long long)n_tensors, (unsigned long long)p->size);
+    if (n_kv > RAD_LIMIT_META_KEYS)
+        return rad_error_set(RAD_E_FORMAT,
+                             "%s: the header claims %llu metadata keys, over the limit of %d "
+                             "(RAD_LIMIT_META_KEYS): the file is damaged or hostile",
+                             p->path, (unsigned long long)n_kv, RAD_LIMIT_META_KEYS);
 
     if ((rc = read_kvs(p, &ps, n_kv))) return rc;
     if ((rc = read_alignment(p))) return rc;
 
     int first = g->n_tensors;
-    if ((uint64_t)g->n_tensors + n_tensors > INT32_MAX)
-        return rad_error_set(RAD_E_FORMAT, "%s: more than 2^31 tensors in all parts", p->path);
+    if ((uint64_t)g->n_tensors + n_tensors > RAD_LIMIT_TENSORS)
+        return rad_error_set(RAD_E_FORMAT, "%s: %llu tensors in all parts, over the limit of %d "
+                             "(RAD_LIMIT_TENSORS): the file is damaged or hostile", p->path,
+                             (unsigned long long)((uint64_t)g->n_tensors + n_tensors), RAD_LIMIT_TENSORS);
     for (uint64_t k = 0; k < n_tensors; k++) {
         if ((rc = grow_tensors(g, p->path))) return rc;
         RadGgufTensor *t = &g->tensors[g->n_tensors];
@@ -1111,7 +1128,7 @@ int rad_gguf_get_int(const RadGguf *g, const char *key, int64_t dflt, int64_t *o
     if (!is_int_type(v->type)) return wrong_type(g, key, v, "an integer");
     if (is_unsigned_type(v->type)) {
         if (v->u > (uint64_t)INT64_MAX)
-            return rad_error_set(RAD_E_RANGE, "%s: key '%s' is %llu, too large", g->path, key,
+            return rad_error_set(RAD_E_FORMAT, "%s: key '%s' is %llu, too large", g->path, key,
                                  (unsigned long long)v->u);
         *out = (int64_t)v->u;
     } else {
@@ -1126,7 +1143,7 @@ int rad_gguf_get_u32(const RadGguf *g, const char *key, uint32_t dflt, uint32_t 
     int rc = rad_gguf_get_int(g, key, dflt, &x);
     if (rc) return rc;
     if (x < 0 || x > UINT32_MAX)
-        return rad_error_set(RAD_E_RANGE, "%s: key '%s' is %lld, outside [0, 4294967295]", g->path, key,
+        return rad_error_set(RAD_E_FORMAT, "%s: key '%s' is %lld, outside [0, 4294967295]", g->path, key,
                              (long long)x);
     *out = (uint32_t)x;
     return 0;

@@ -149,10 +149,10 @@ const RadGgufValue *rad_gguf_get(const RadGguf *g, const char *key);
 
 /* Typed getters.  Each stores the value of `key` in *out, or `dflt` when the
 ** key is absent, and returns 0; when the key is present with a type that
-** does not fit it returns RAD_E_FORMAT (or RAD_E_RANGE for a number out of
+** does not fit it returns RAD_E_FORMAT (also for a number out of
 ** range) with a message naming the file, the key and both types, and leaves
 ** *out untouched.
-**   get_int:    any integer type (not BOOL); a U64 above INT64_MAX is RANGE.
+**   get_int:    any integer type (not BOOL); a U64 above INT64_MAX is FORMAT.
 **   get_u32:    any integer type whose value is in [0, UINT32_MAX].
 **   get_float:  F32 or F64.
 **   get_bool:   BOOL.

@@ -71,33 +71,51 @@ static int cmp_tensor(const void *a, const void *b)
 }
 
 /* Copy the scalar metadata verbatim under "gguf.<key>", for plugins that
-** want a key this translation does not name. */
+** want a key this translation does not name.  GGUF keys are unique (gguf.c
+** refuses repeats), so they are appended without a search: n keys cost
+** O(n), not O(n^2).  A key too long for the buffer is no key a plugin reads,
+** and is left out rather than cut (two cut keys could collide). */
 static int copy_scalars(const RadGguf *g, RadMetaTable *t)
 {
     char key[512];
     for (int i = 0; i < rad_gguf_n_keys(g); i++) {
         const RadGgufValue *v = rad_gguf_value(g, i);
-        snprintf(key, sizeof key, "gguf.%s", rad_gguf_key(g, i));
-        int rc = RAD_OK;
+        if ((size_t)snprintf(key, sizeof key, "gguf.%s", rad_gguf_key(g, i)) >= sizeof key) continue;
+        RadMetaKV kv = {.key = key};
         switch (v->type) {
         case RAD_GGUF_U8: case RAD_GGUF_U16: case RAD_GGUF_U32: case RAD_GGUF_U64: case RAD_GGUF_BOOL:
-            rc = rad_meta_table_set_int(t, key, (int64_t)v->u);
+            kv.type = RAD_META_INT;
+            kv.i = v->u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v->u;
             break;
         case RAD_GGUF_I8: case RAD_GGUF_I16: case RAD_GGUF_I32: case RAD_GGUF_I64:
-            rc = rad_meta_table_set_int(t, key, v->i);
+            kv.type = RAD_META_INT;
+            kv.i = v->i;
             break;
         case RAD_GGUF_F32: case RAD_GGUF_F64:
-            rc = rad_meta_table_set_float(t, key, v->f);
+            kv.type = RAD_META_FLOAT;
+            kv.f = v->f;
             break;
         case RAD_GGUF_STRING:
-            if (strlen(v->str.s) == v->str.len && v->str.len < 4096) rc = rad_meta_table_set_string(t, key, v->str.s);
+            if (strlen(v->str.s) != v->str.len || v->str.len >= 4096) continue;
+            kv.type = RAD_META_STRING;
+            kv.s = v->str.s;
             break;
         default:
-            break;              /* arrays (the vocabulary...) are not metadata for plugins */
+            continue;           /* arrays (the vocabulary...) are not metadata for plugins */
         }
+        int rc = rad_meta_table_append(t, &kv);
         if (rc) return rc;
     }
     return RAD_OK;
+}
+
+/* An optional size key that is present must be above zero: a file that
+** writes context_length 0 is damaged, not silent about it. */
+static int positive_if_present(const RadGguf *g, const char *path, const char *key, int64_t v)
+{
+    if (!rad_gguf_get(g, key) || v > 0) return RAD_OK;
+    return rad_error_set(RAD_E_FORMAT, "%s: metadata %s = %lld: must be above 0: the file is damaged", path, key,
+                         (long long)v);
 }
 
 /* The canonical model keys from `<arch>.*`. */
@@ -125,6 +143,10 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
     if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("attention.sliding_window"), 0, &window);
     if (!rc) rc = rad_gguf_get_float(g, ARCH_KEY("attention.layer_norm_rms_epsilon"), 1e-6, &eps);
     if (!rc) rc = rad_gguf_get_float(g, ARCH_KEY("rope.freq_base"), 10000.0, &theta);
+    if (!rc) rc = positive_if_present(g, path, ARCH_KEY("attention.head_count_kv"), kv_heads);
+    if (!rc) rc = positive_if_present(g, path, ARCH_KEY("attention.key_length"), head_dim);
+    if (!rc) rc = positive_if_present(g, path, ARCH_KEY("context_length"), ctx);
+    if (!rc) rc = positive_if_present(g, path, ARCH_KEY("rope.dimension_count"), rot);
     if (rc) return rc;
 
     int64_t vocab = 0;

@@ -9,6 +9,7 @@
 ** O(n log n) however hostile the document.
 */
 #include "hf_config.h"
+#include "rad_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +21,7 @@
 #include <unistd.h>
 
 /* A config.json is a few kilobytes; anything past this is not one. */
-#define CONFIG_MAX_BYTES (64u << 20)
+#define CONFIG_MAX_BYTES RAD_LIMIT_CONFIG_BYTES
 
 /* ------------------------------------------------------------ the walk */
 
@@ -84,8 +85,13 @@ static int add_leaf(Walk *w, int type, int64_t i, double f, const char *s)
         w->leaves = l;
         w->cap = cap;
     }
-    if (w->n >= INT32_MAX)
-        return rad_error_set(RAD_E_FORMAT, "%s: too many keys for a config.json", w->name);
+    if (w->n >= RAD_LIMIT_META_KEYS)
+        return rad_error_set(RAD_E_FORMAT, "%s: more than %d keys, over the limit (RAD_LIMIT_META_KEYS): "
+                             "not a model configuration", w->name, RAD_LIMIT_META_KEYS);
+    if (s && strlen(s) > RAD_LIMIT_META_STRING_BYTES)
+        return rad_error_set(RAD_E_FORMAT, "%s: key '%.200s': a string of %zu bytes, over the limit of %u "
+                             "(RAD_LIMIT_META_STRING_BYTES): not a model configuration", w->name, w->key,
+                             strlen(s), RAD_LIMIT_META_STRING_BYTES);
     Leaf *l = &w->leaves[w->n];
     l->key = strdup(w->key);
     if (!l->key) return rad_error_set(RAD_E_NOMEM, "%s: out of memory", w->name);

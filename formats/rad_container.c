@@ -10,6 +10,7 @@
 ** truncated by a full disk, damaged in a copy, or crafted.
 */
 #include "rad_container.h"
+#include "rad_limits.h"
 #include "file_access.h"
 #include "../base/rad_cleanup.h"
 
@@ -49,7 +50,7 @@ enum {
 #define DATA_OFFSET ((uint64_t)RAD_CONTAINER_GROUP_ALIGN)
 
 /* A header larger than this is not one radiance wrote. */
-#define HEADER_MAX_BYTES (1ull << 30)
+#define HEADER_MAX_BYTES RAD_LIMIT_RAD_HEADER_BYTES
 
 /* Offsets and sizes travel through JSON as signed 64-bit integers. */
 #define OFFSET_MAX ((uint64_t)INT64_MAX)
@@ -671,6 +672,9 @@ static int load_meta(RadContainer *c, json_t *meta)
 {
     if (!json_is_object(meta))
         return file_error(RAD_E_FORMAT, c->path, "header: \"meta\" is missing or not an object: " DAMAGED);
+    if (json_object_size(meta) > RAD_LIMIT_META_KEYS)
+        return file_error(RAD_E_FORMAT, c->path, "header: %zu metadata keys, over the limit of %d "
+                          "(RAD_LIMIT_META_KEYS): " DAMAGED, json_object_size(meta), RAD_LIMIT_META_KEYS);
     const char *key;
     json_t *v;
     json_object_foreach(meta, key, v) {
@@ -686,6 +690,10 @@ static int load_meta(RadContainer *c, json_t *meta)
             kv.type = RAD_META_FLOAT;
             kv.f = json_number_value(x);
         } else if ((x = json_object_get(v, "s")) && json_is_string(x)) {
+            if (json_string_length(x) > RAD_LIMIT_META_STRING_BYTES)
+                return file_error(RAD_E_FORMAT, c->path, "header: meta '%.200s' is a string of %zu bytes, over "
+                                  "the limit of %u (RAD_LIMIT_META_STRING_BYTES): " DAMAGED, key,
+                                  json_string_length(x), RAD_LIMIT_META_STRING_BYTES);
             kv.type = RAD_META_STRING;
             kv.s = json_string_value(x);
         } else {
@@ -793,8 +801,11 @@ static int load_blob(RadContainer *c, json_t *e, size_t index, struct RadContain
     if (set_has_name(seen, name))
         return file_error(RAD_E_FORMAT, c->path, "blob '%.200s' appears twice: " DAMAGED, name);
     b->name = strdup(name);
-    if (!b->name || set_add_name(seen, b->name))
+    if (!b->name || set_add_name(seen, b->name)) {
+        free((char *)b->name);      /* not counted in n_blobs yet: close would not free it */
+        b->name = NULL;
         return file_error(RAD_E_NOMEM, c->path, "out of memory");
+    }
     b->data = c->map + c->data_offset + off;
     b->size = size;
     *offset = off;
@@ -855,8 +866,9 @@ static int load_header(RadContainer *c, uint64_t header_offset, uint64_t header_
     if ((rc = load_meta(c, json_object_get(root, "meta")))) goto done;
 
     size_t nt = json_array_size(jt), nb = json_array_size(jb);
-    if (nt > INT32_MAX || nb > INT32_MAX) {
-        rc = file_error(RAD_E_FORMAT, c->path, "header: too many entries: " DAMAGED);
+    if (nt > RAD_LIMIT_TENSORS || nb > RAD_LIMIT_TENSORS) {
+        rc = file_error(RAD_E_FORMAT, c->path, "header: %zu tensors and %zu blobs, over the limit of %d "
+                        "(RAD_LIMIT_TENSORS): " DAMAGED, nt, nb, RAD_LIMIT_TENSORS);
         goto done;
     }
     c->tensors = calloc(nt ? nt : 1, sizeof *c->tensors);
@@ -942,8 +954,9 @@ static int load(RadContainer *c)
                           (unsigned long long)header_size, (unsigned long long)data_offset,
                           (unsigned long long)data_size);
     if (header_size > HEADER_MAX_BYTES)
-        return file_error(RAD_E_FORMAT, path, "a header of %llu bytes is over the 1 GiB limit: "
-                          DAMAGED, (unsigned long long)header_size);
+        return file_error(RAD_E_FORMAT, path, "a header of %llu bytes is over the limit of %llu "
+                          "(RAD_LIMIT_RAD_HEADER_BYTES): " DAMAGED, (unsigned long long)header_size,
+                          (unsigned long long)HEADER_MAX_BYTES);
     c->data_offset = data_offset;
     c->data_size = data_size;
     return load_header(c, header_offset, header_size);

@@ -11,6 +11,7 @@
 ** reference parser (huggingface/safetensors) demands.
 */
 #include "safetensors.h"
+#include "rad_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +26,7 @@
 #include <unistd.h>
 
 /* The reference parser's limit on the JSON header, in bytes. */
-#define ST_HEADER_MAX 100000000ull
+#define ST_HEADER_MAX RAD_LIMIT_ST_HEADER_BYTES
 #define ST_RANK_MAX 8
 
 /* ------------------------------------------------------------- dtypes */

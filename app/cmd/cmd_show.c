@@ -234,6 +234,8 @@ int rad_cmd_show(int argc, char **argv)
         free(tokcache);
         if (!rc) rc = rad_container_resolve_family(cont, NULL);    /* a GGUF's plugin family */
         if (!rc) show_container(cont);
+        /* what it holds is shown even when run would refuse it; then why */
+        if (!rc && (rc = rad_container_check_model(cont))) fflush(stdout);
     }
     rad_container_close(cont);
     rad_stored_model_free(&row);

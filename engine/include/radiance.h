@@ -176,6 +176,12 @@ int rad_convert_gguf(const char *path, const char *out_path, FILE *log);
 struct RadContainer;
 int rad_container_resolve_family(struct RadContainer *c, const char *plugin_dir);
 
+/* Check a container's metadata as rad_engine_open does before it declares
+** anything (engine/meta_check.c): values, limits, layers against tensors.
+** 0, or RAD_E_FORMAT with one line naming the key and the file.  A GGUF
+** must have been through rad_container_resolve_family first. */
+int rad_container_check_model(const struct RadContainer *c);
+
 /* The installed plugins and kernel libraries, one per line. */
 int rad_list_plugins(const char *plugin_dir, FILE *f);
 int rad_list_kernels(const char *plugin_dir, FILE *f);

@@ -8,7 +8,7 @@ so they stay valid).
 
   gguf_edit.py SRC DST KEY=TYPE:VALUE ...
 
-TYPE is str, bytes, f32, u32, i32 or bool.  A key that exists is replaced, a new
+TYPE is str, bytes, repeat (N:TEXT, TEXT N times), f32, u32, i32 or bool.  A key that exists is replaced, a new
 one appended.  VALUE may use Python escapes (\\x1b, \\a, \\r, \\u009b) so a
 test can plant control characters in a string.
 """
@@ -56,6 +56,11 @@ def encode(kind, text):
         # points as UTF-8, "bytes" writes \xNN as the raw byte NN
         chars = text.encode("latin-1", "backslashreplace").decode("unicode_escape")
         s = chars.encode("utf-8") if kind == "str" else chars.encode("latin-1")
+        return 8, struct.pack("<Q", len(s)) + s
+    if kind == "repeat":
+        # N:TEXT, TEXT repeated N times (a long string without a long argv)
+        n, piece = text.split(":", 1)
+        s = piece.encode("utf-8") * int(n)
         return 8, struct.pack("<Q", len(s)) + s
     if kind == "f32":
         return 6, struct.pack("<f", float(text))

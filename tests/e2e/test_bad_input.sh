@@ -46,6 +46,89 @@ expect_fail "-o into a missing directory" 1 "no/such/dir" $R convert "$WORK/m" -
 
 expect_fail "unknown --quant" 2 "quant" $R convert "$WORK/m" -o "$WORK/o.rad" --quant q3_x
 
+# ---- issue 12, item 3: a layer count the file holds no tensors for is
+# refused at once, naming the field and the file (it used to take minutes:
+# the builder listed a problem per missing tensor and de-duplicated them in
+# quadratic time).  `timeout` turns the old hang into a failure.
+fresh; sed -i 's/"num_hidden_layers": 3/"num_hidden_layers": 100000/' "$WORK/m/config.json"
+expect_fail "config.json with 100,000 layers" 4 "m/config.json.*num_hidden_layers.* = 100000.*RAD_LIMIT_LAYERS" \
+    timeout 10 $R convert "$WORK/m" -o "$WORK/o.rad"
+fresh; sed -i 's/"num_hidden_layers": 3/"num_hidden_layers": 4000/' "$WORK/m/config.json"
+expect_fail "config.json with 4,000 layers over a checkpoint of 3" 4 "m/config.json: num_hidden_layers = 4000.*at most 3 layers" \
+    timeout 10 $R convert "$WORK/m" -o "$WORK/o.rad"
+
+# ---- item 8: every metadata value checked before the model is built, with
+# the "malformed model" code (4), at convert time and at open time.
+fresh; sed -i 's/"num_hidden_layers": 3/"num_hidden_layers": 1.5/' "$WORK/m/config.json"
+expect_fail "1.5 layers" 4 "config.json: key 'num_hidden_layers' = 1.5 is not a whole number" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+fresh; sed -i 's/"num_hidden_layers": 3/"num_hidden_layers": 2/' "$WORK/m/config.json"
+expect_fail "config with fewer layers than the checkpoint" 4 "model.layers.2.*left out.*num_hidden_layers" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+[ ! -e "$WORK/o.rad" ] && ok "fewer layers leave no output" || not_ok "output left behind"
+fresh; sed -i 's/"rope_theta": 10000.0/"rope_theta": 0.0/' "$WORK/m/config.json"
+expect_fail "rope_theta 0" 4 "config.json: metadata model.rope_theta.* = 0: RoPE" $R convert "$WORK/m" -o "$WORK/o.rad"
+fresh; sed -i 's/"rope_type": "default"/"rope_type": "linear", "factor": -2.0/' "$WORK/m/config.json"
+expect_fail "a RoPE factor below 0" 4 "config.json: metadata rope_parameters.factor = -2" $R convert "$WORK/m" -o "$WORK/o.rad"
+fresh; sed -i 's/"rms_norm_eps": 1e-05/"rms_norm_eps": 1e308/' "$WORK/m/config.json"
+expect_fail "rms_norm_eps 1e308" 4 "config.json: metadata model.rms_eps.*rms_norm_eps.*RAD_LIMIT_RMS_EPS_MAX" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+fresh; python3 - "$WORK/m/tokenizer.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["added_tokens"].append({"id": 1500, "content": "<|far|>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True})
+json.dump(t, open(sys.argv[1], "w"))
+PY
+expect_fail "a tokenizer larger than the embedding" 4 "tokenizer.json: the tokenizer has 1501 tokens.*vocab_size is 1024" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+fresh; rm "$WORK/m/tokenizer.json"
+$R convert "$WORK/m" -o "$WORK/notok.rad" --quant f32 >"$WORK/out" 2>"$WORK/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q "no tokenizer.json: the model will take token ids only" "$WORK/err" \
+    && ok "a folder with no tokenizer converts, and says so" \
+    || not_ok "no tokenizer: exit $rc, stderr: $(head -c 300 "$WORK/err")"
+
+# The same checks at open, on a GGUF (gguf_edit.py sets one key).
+GG="$RADIANCE_SRC/tests/models/llamacpp/qwen2-tiny-f32.gguf"
+EDIT="python3 $RADIANCE_SRC/tests/e2e/gguf_edit.py $GG $WORK/bad.gguf"
+$EDIT qwen2.block_count=u32:100000
+expect_fail "GGUF with 100,000 layers" 4 "bad.gguf: metadata qwen2.block_count = 100000" timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2.block_count=u32:4000
+expect_fail "GGUF with 4,000 layers over tensors for 3" 4 "bad.gguf: metadata qwen2.block_count = 4000, but the file holds tensors for 3 layers" \
+    timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2.block_count=u32:1000000000
+expect_fail "GGUF with a layer count no plugin can allocate" 4 "bad.gguf: metadata qwen2.block_count = 1000000000" \
+    timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2.block_count=u32:2
+expect_fail "GGUF with fewer layers than its tensors" 4 "bad.gguf: metadata qwen2.block_count = 2.*tensors for 3 layers.*ignored" \
+    $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2.rope.freq_base=f32:0
+expect_fail "GGUF rope.freq_base 0" 4 "bad.gguf: metadata qwen2.rope.freq_base = 0" $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2.rope.scaling.type=str:linear qwen2.rope.scaling.factor=f32:-1
+expect_fail "GGUF rope factor -1" 4 "bad.gguf: metadata (qwen2.rope.scaling.factor|rope_scaling.factor) = -1" $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2.attention.layer_norm_rms_epsilon=f32:1e30
+expect_fail "GGUF rms epsilon 1e30" 4 "bad.gguf: metadata qwen2.attention.layer_norm_rms_epsilon.*RAD_LIMIT_RMS_EPS_MAX" \
+    $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2.context_length=u32:0
+expect_fail "GGUF context_length 0" 4 "bad.gguf: metadata qwen2.context_length = 0" $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2.block_count=u32:4000
+$R show "$WORK/bad.gguf" >"$WORK/out" 2>"$WORK/err"
+rc=$?
+[ $rc -eq 4 ] && grep -q "bad.gguf: metadata qwen2.block_count = 4000" "$WORK/err" \
+    && ok "show says a file run refuses is invalid (exit 4)" || not_ok "show on an invalid file: exit $rc, $(head -c 300 "$WORK/err")"
+
+# ---- item 9: a long string is refused where it is read, by the limit's name.
+$EDIT tokenizer.chat_template=repeat:1100000:x
+expect_fail "GGUF chat template over 1 MiB" 4 "bad.gguf: key 'tokenizer.chat_template'.*RAD_LIMIT_CHAT_TEMPLATE_BYTES" \
+    $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT general.description=repeat:1100000:x
+expect_fail "GGUF metadata string over 1 MiB" 4 "bad.gguf: key 'general.description'.*RAD_LIMIT_META_STRING_BYTES" \
+    $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+fresh; python3 -c "import sys; open(sys.argv[1], 'w').write('x' * 1100000)" "$WORK/m/chat_template.jinja"
+expect_fail "chat_template.jinja over 1 MiB" 4 "chat_template.jinja: 1100000 bytes.*RAD_LIMIT_CHAT_TEMPLATE_BYTES" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+
 # A good container, then damaged copies of it.
 $R convert "$FIXTURES/llama" -o "$WORK/good.rad" --quant f32 2>/dev/null || not_ok "convert the good fixture"
 IDS=1,2,3

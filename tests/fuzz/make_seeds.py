@@ -3,7 +3,7 @@
 
     python3 tests/fuzz/make_seeds.py
 
-writes tests/fuzz/seeds/gguf/*.gguf and tests/fuzz/seeds/safetensors/*.
+writes tests/fuzz/seeds/{gguf,safetensors,rad,config}/*.
 Each seed is a small valid file that reaches deep into its parser: every GGUF
 value type, nested arrays, alignment 64, a byte-level and a SentencePiece
 tokenizer; safetensors files with several dtypes.  The fuzzer mutates from
@@ -110,3 +110,60 @@ write("safetensors", "two.safetensors", safetensors(
     [("w", "BF16", [2, 3], 12), ("b", "F32", [4], 16)], {"format": "pt"}))
 write("safetensors", "mixed.safetensors", safetensors(
     [("s", "I64", [], 8), ("z", "F16", [0, 5], 0), ("e", "F8_E4M3", [3], 3), ("f", "F4", [2, 3], 3)]))
+
+
+def rad(meta, tensors, blobs):
+    """A .rad container (formats/rad_container.c's layout): the preamble's
+    page, the data region (tensors of a group contiguous, each group and blob
+    on a 4096-byte boundary), then the JSON header."""
+    data, entries, blob_entries, group = b"", [], [], None
+    for name, enc, shape, group_id, nbytes in tensors:
+        if group_id != group or len(data) % 64:
+            data += b"\0" * (-len(data) % (4096 if group_id != group else 64))
+        group = group_id
+        entries.append({"name": name, "enc": enc, "shape": shape, "group": group_id,
+                        "offset": len(data), "size": nbytes})
+        data += bytes((len(data) + j) & 0x7F for j in range(nbytes))
+    for name, payload in blobs:
+        data += b"\0" * (-len(data) % 4096)
+        blob_entries.append({"name": name, "offset": len(data), "size": len(payload)})
+        data += payload
+    data += b"\0" * (-len(data) % 4096)
+    typed = {k: ({"i": v} if isinstance(v, int) else {"f": v} if isinstance(v, float) else {"s": v})
+             for k, v in meta.items()}
+    header = json.dumps({"meta": typed, "tensors": entries, "blobs": blob_entries},
+                        separators=(",", ":")).encode()
+    pre = b"RADMODEL" + struct.pack("<IIQQQQQ", 1, 0, 4096 + len(data), len(header), 4096, len(data),
+                                    4096 + len(data) + len(header))
+    pre += b"\0" * (4096 - len(pre))
+    return pre + data + header
+
+
+tiny_meta = {"arch.id": "llama", "arch.quant": "f32", "model.name": "tiny", "model.n_layers": 2,
+             "model.n_embd": 8, "model.n_head": 2, "model.n_head_kv": 1, "model.head_dim": 4,
+             "model.n_ff": 16, "model.n_vocab": 4, "model.n_ctx_train": 64, "model.rms_eps": 1e-5,
+             "model.rope_theta": 10000.0, "rope_scaling.factor": 2.0}
+write("rad", "tiny.rad", rad(tiny_meta, [
+    ("token_embd.weight", "f32", [4, 8], -1, 128), ("blk.0.attn_q.weight", "f32", [8, 8], 0, 256),
+    ("blk.0.attn_norm.weight", "f16", [8], 0, 16), ("blk.1.attn_q.weight", "q8_0", [8, 32], 1, 272),
+], [("tokenizer_config.json", b'{"chat_template": "{{ x }}"}')]))
+write("rad", "empty.rad", rad({"arch.id": "llama", "arch.quant": "f32"}, [], []))
+
+# config.json: the shapes the converter meets (nested text_config, rope
+# parameters, arrays, nulls).
+write("config", "llama.json", json.dumps({
+    "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 3,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 160,
+    "vocab_size": 1024, "max_position_embeddings": 512, "rms_norm_eps": 1e-05, "pad_token_id": None,
+    "rope_parameters": {"rope_theta": 10000.0, "rope_type": "llama3", "factor": 8.0,
+                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_position_embeddings": 8192},
+    "tie_word_embeddings": False}, indent=1).encode())
+write("config", "gemma3.json", json.dumps({
+    "architectures": ["Gemma3ForConditionalGeneration"],
+    "text_config": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+                    "num_key_value_heads": 1, "head_dim": 32, "vocab_size": 1000, "rope_theta": 1e6,
+                    "rope_local_base_freq": 1e4, "sliding_window": 8,
+                    "layer_types": ["sliding_attention", "full_attention"],
+                    "rope_scaling": {"rope_type": "linear", "factor": 8.0}},
+    "eos_token_id": [1, 106]}).encode())
