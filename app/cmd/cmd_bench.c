@@ -94,6 +94,7 @@ typedef struct BenchResult {
     char name[32];              /* "pp512", "tg128" */
     int n_prompt, n_gen;        /* one of them is 0 */
     int rows;                   /* rows per step: the band the kernels were chosen for */
+    int rows_computed;          /* rows the engine computed in each repetition (all of them) */
     int reps;
     double *ns;                 /* [reps] wall time of each repetition */
     double *ts;                 /* [reps] tokens/s of each repetition */
@@ -337,6 +338,8 @@ static int run_test(RadEngine *e, const int32_t *ids, int n_prompt, int n_gen, f
     for (int rep = 0; rep < r->reps; rep++) {
         int seq = -1, rc = rad_engine_seq_new(e, &seq);
         if (rc) return rc;
+        RadEngineStats before, after;
+        rad_engine_stats(e, &before);
         double t0 = now_ns();
         if (n_prompt > 0) {
             rc = rad_engine_eval(e, seq, ids, n_prompt, logits);
@@ -344,8 +347,15 @@ static int run_test(RadEngine *e, const int32_t *ids, int n_prompt, int n_gen, f
             for (int i = 0; i < n_gen && !rc; i++) rc = rad_engine_eval(e, seq, &ids[i], 1, logits);
         }
         double t1 = now_ns();
+        rad_engine_stats(e, &after);
         rad_engine_seq_free(e, seq);
         if (rc) return rc;
+        /* every repetition computes every row: one served from cached blocks
+        ** would time a lookup, not the model */
+        if (after.rows - before.rows != n_prompt + n_gen || after.prefix_rows != before.prefix_rows)
+            return rad_error_set(RAD_E_STATE, "bench %s: repetition %d computed %lld of %d rows", r->name, rep + 1,
+                                 (long long)(after.rows - before.rows), n_prompt + n_gen);
+        r->rows_computed = (int)(after.rows - before.rows);
         r->ns[rep] = t1 - t0;
         r->ts[rep] = (double)(n_prompt + n_gen) * 1e9 / (t1 - t0);
     }
@@ -667,8 +677,9 @@ static void print_json(FILE *f, const BenchModel *m, int threads, const BenchRes
                 m->tied ? "true" : "false", threads);
         json_string(f, r->kernels);
         fprintf(f, ", \"kernel_detail\": %s,\n", r->kernel_detail ? r->kernel_detail : "{}");
-        fprintf(f, "   \"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"rows_per_step\": %d, \"reps\": %d,\n",
-                r->name, r->n_prompt, r->n_gen, r->rows, r->reps);
+        fprintf(f, "   \"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"rows_per_step\": %d, \"reps\": %d, "
+                   "\"rows_computed\": %d,\n",
+                r->name, r->n_prompt, r->n_gen, r->rows, r->reps, r->rows_computed);
         fprintf(f, "   \"ts_mean\": %.4f, \"ts_sd\": %.4f, \"ts_median\": %.4f, \"ts_min\": %.4f, \"ts_max\": %.4f,",
                 r->mean, r->sd, r->median, r->min, r->max);
         if (r->n_gen > 0) fprintf(f, " \"decode_gbs\": %.4f,", (double)m->decode_bytes * r->median / 1e9);
@@ -786,8 +797,10 @@ int rad_cmd_bench(int argc, char **argv)
         opt.max_ctx = longest > WARM_ROWS + 1 ? longest : WARM_ROWS + 1;
         opt.max_seqs = most_seqs;
         opt.max_tok = batch > 0 ? batch : 512;
-        opt.no_prefix_cache = 1;
     }
+    /* Every test feeds the same ids again each repetition; the prefix cache
+    ** would serve the second one from the first's blocks. */
+    opt.no_prefix_cache = 1;
 
     RadEngine *e = NULL;
     BenchModel model;

@@ -60,6 +60,20 @@ else
     not_ok "bench csv failed: $(head -c 400 "$WORK/err")"
 fi
 
+# Each repetition feeds the same ids again: all of them must be computed,
+# none served from the blocks the last one left in the prefix cache (the
+# second pp repetition once ran in a tenth of the first's time).
+if $R bench -m "$M" -p 64 -n 2 -r 3 -t 2 -o json >"$WORK/reps" 2>"$WORK/err"; then
+    python3 - "$WORK/reps" <<'PY' && ok "bench: every repetition computes every row (no prefix cache)" \
+        || not_ok "bench repetitions: $(cat "$WORK/reps")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [r["rows_computed"] for r in d] == [64, 2], d
+PY
+else
+    not_ok "bench -r 3 failed: $(head -c 400 "$WORK/err")"
+fi
+
 # json: parsed, the numbers agree with each other (t/s = tokens / time,
 # GB/s = decode bytes x median t/s, the tied embedding counted).
 if $R bench -m "$M" "${SMALL[@]}" -o json >"$WORK/json" 2>"$WORK/err"; then
