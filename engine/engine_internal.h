@@ -18,6 +18,7 @@
 #ifndef RAD_ENGINE_INTERNAL_H
 #define RAD_ENGINE_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "../arch/rad_arch.h"
@@ -253,6 +254,8 @@ typedef struct RadRelayoutJob {
     int chosen;                         /* the planner's decision */
     void *dst;
     int rc;
+    int owner;                          /* the weight's releasing job, or -1: it gives the pages back */
+    atomic_int left;                    /* on the releasing job: the weight's copies still being made */
 } RadRelayoutJob;
 
 typedef struct RadRelayoutList {
@@ -263,8 +266,9 @@ typedef struct RadRelayoutList {
 /* Every copy the selected rows ask for, one per (weight, relayout function). */
 int  rad_relayout_list(RadBuilder *b, RadRelayoutList *list);
 void rad_relayout_list_free(RadRelayoutList *list);
-/* Make the chosen copies on `pool`, then give back the mapped pages of the
-** weights that only their copies serve now. */
+/* Make the chosen copies on `pool`; a weight that only its copies serve
+** gives its mapped pages back as soon as its last copy is written, so the
+** load never holds much more than the plan (docs/RESIDENCY.md). */
 int  rad_relayout_make(RadBuilder *b, struct RadPool *pool, RadRelayoutList *list);
 
 /* ---------------------------------------------------------- residency.c */

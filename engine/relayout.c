@@ -52,10 +52,18 @@ static void *alloc_copy(size_t bytes)
     return data;
 }
 
+/* One copy; the weight's last one to finish gives its mapped pages back,
+** while the other copies are still being written, so the peak of a load is
+** the plan's figure plus the weights in flight, not the file plus every copy. */
 static void relayout_task(void *ctx, int i)
 {
-    RadRelayoutJob *j = &((RadRelayoutList *)ctx)->job[i];
-    if (j->chosen) j->rc = j->row->relayout(&j->stored, j->dst);
+    RadRelayoutList *list = ctx;
+    RadRelayoutJob *j = &list->job[i];
+    if (!j->chosen) return;
+    j->rc = j->row->relayout(&j->stored, j->dst);
+    if (j->rc || j->owner < 0) return;
+    RadRelayoutJob *owner = &list->job[j->owner];
+    if (atomic_fetch_sub(&owner->left, 1) == 1) rad_file_drop(owner->w->data, (uint64_t)owner->stored_bytes);
 }
 
 /* Whether every band of every op reading w runs a row that wants its own
@@ -155,21 +163,25 @@ int rad_relayout_make(RadBuilder *b, RadPool *pool, RadRelayoutList *list)
         j->w->copies[j->w->n_copies++] =
             (RadRelayoutCopy){.relayout = j->row->relayout, .data = j->dst, .bytes = j->bytes};
     }
+    /* A weight whose every layout is chosen and that nothing reads as stored
+    ** gives its pages back once its copies exist: its releasing job counts
+    ** them down (relayout_task). */
+    for (int i = 0; i < list->n; i++) list->job[i].owner = -1;
+    for (int i = 0; i < list->n && !rc; i++) {
+        RadRelayoutJob *j = &list->job[i];
+        if (!j->releases) continue;
+        int all = 1, copies = 0;
+        for (int k = 0; k < list->n && all; k++)
+            if (list->job[k].w == j->w) all = list->job[k].chosen, copies++;
+        if (!all) continue;
+        atomic_init(&j->left, copies);
+        for (int k = 0; k < list->n; k++)
+            if (list->job[k].w == j->w) list->job[k].owner = i;
+    }
     if (!rc && list->n) rad_pool_parallel_for(pool, list->n, relayout_task, list);
     for (int i = 0; i < list->n && !rc; i++)
         if (list->job[i].chosen && list->job[i].rc)
             rc = rad_error_set(list->job[i].rc, "kernel %s could not relayout weight '%s' (%s)", list->job[i].row->name,
                                list->job[i].w->name, rad_strerror(list->job[i].rc));
-    /* A weight whose every layout was made and that nothing reads as stored
-    ** gives its mapped pages back: its copy replaces it. */
-    for (int i = 0; i < list->n && !rc; i++) {
-        const RadRelayoutJob *j = &list->job[i];
-        if (!j->releases) continue;
-        int all = 1;
-        for (int k = i; k >= 0 && all; k = list->job[k].next) all = list->job[k].chosen;
-        for (int k = 0; k < list->n && all; k++)
-            if (list->job[k].w == j->w) all = list->job[k].chosen;
-        if (all) rad_file_drop(j->w->data, (uint64_t)j->stored_bytes);
-    }
     return rc;
 }
