@@ -205,10 +205,13 @@ static void same_reply(const char *name, const char *kv, float temperature, uint
 static void greedy_identical(void **state)
 {
     (void)state;
-    static const char *names[] = {"llama", "mistral_window", "qwen2"};  /* mistral_window: 64 positions, window 20 */
+    /* every family; mistral_window (64 positions, window 20) and gemma3
+    ** (window 16) cross their window's edge */
+    static const char *names[] = {"llama", "mistral_window", "qwen2", "qwen3", "gemma3"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         same_reply(names[i], "f32", 0, 1, 1.0f);
         same_reply(names[i], "f32", 0, 1, 1.1f);
+        same_reply(names[i], "f16", 0, 1, 1.0f);
     }
 }
 
