@@ -350,7 +350,7 @@ ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wra
 $(BUILD)/tests/unit/test_alloc_fail: TESTLIBS = $(ALLOC_WRAP) -lcmocka $(LDLIBS)
 
 # The TUI layout test includes the app's layout sources directly.
-$(BUILD)/tests/unit/test_tui_layout: app/tui/tui_text.c app/tui/tui_markdown.c app/tui/tui_transcript.c
+$(BUILD)/tests/unit/test_tui_layout: app/tui/tui_text.c app/tui/tui_markdown.c app/tui/tui_transcript.c app/term_safe.c
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

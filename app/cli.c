@@ -140,40 +140,21 @@ static void grow_add(Grow *g, const char *s, size_t n)
     g->p[g->n] = 0;
 }
 
-/* Does code point cp need a visible escape? */
-static int unsafe_cp(int32_t cp, int flags)
-{
-    if (cp == '\n' || cp == '\t') return !(flags & RAD_SAFE_TEXT);
-    if (cp < 0x20 || cp == 0x7f) return 1;
-    if (cp >= 0x80 && cp <= 0x9f) return 1;                 /* C1: CSI, OSC, ... as code points */
-    if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) return 1;   /* bidi */
-    return 0;
-}
-
 char *rad_safe_text(const char *s, size_t n, int flags)
 {
     Grow g = {0};
     grow_add(&g, "", 0);
     size_t i = 0, plain = 0;
     while (i < n) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t got = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
-        char esc[16];
-        int bad = got <= 0;
-        if (!bad && !unsafe_cp(cp, flags)) {
-            i += (size_t)got;
-            continue;
+        char esc[RAD_SAFE_ESC_MAX];
+        size_t used;
+        int len = rad_safe_escape(s + i, n - i, flags, &used, esc);
+        if (len > 0) {
+            grow_add(&g, s + plain, i - plain);
+            grow_add(&g, esc, (size_t)len);
+            plain = i + used;
         }
-        grow_add(&g, s + plain, i - plain);
-        if (bad) snprintf(esc, sizeof esc, "\\x%02x", (unsigned char)s[i]);
-        else if (cp == '\n') snprintf(esc, sizeof esc, "\\n");
-        else if (cp == '\t') snprintf(esc, sizeof esc, "\\t");
-        else if (cp == '\r') snprintf(esc, sizeof esc, "\\r");
-        else if (cp < 0x80) snprintf(esc, sizeof esc, "\\x%02x", (unsigned)cp);
-        else snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
-        grow_add(&g, esc, strlen(esc));
-        i += bad ? 1 : (size_t)got;
-        plain = i;
+        i += used;
     }
     grow_add(&g, s + plain, n - plain);
     if (g.failed) {

@@ -69,6 +69,13 @@ enum {
 ** copied.  malloc'd and NUL-terminated; NULL when out of memory. */
 char *rad_safe_text(const char *s, size_t n, int flags);
 
+/* The one rule behind rad_safe_text, for a printer that walks text itself
+** (the full-screen chat's wrapper): the character at s[0..n) (n > 0) takes
+** *used bytes; the result is the length of its visible escape, written to
+** esc, or 0 when it may be printed as it is. */
+#define RAD_SAFE_ESC_MAX 16
+int rad_safe_escape(const char *s, size_t n, int flags, size_t *used, char esc[RAD_SAFE_ESC_MAX]);
+
 /* Write the safe form of s[0..n) to f (nothing is written for n 0). */
 void rad_safe_fwrite(FILE *f, const char *s, size_t n, int flags);
 

@@ -4,6 +4,7 @@
 ** the next pull of their model).
 */
 #include "../app.h"
+#include "../cli.h"
 #include "../models/hub.h"
 #include "../models/model_store.h"
 
@@ -88,7 +89,7 @@ static void print_text(const RadStoredModel *rows, int n, const RadHfPartial *pa
             snprintf(source, sizeof source, "%s@%.7s", m->source, m->commit_sha);
         else
             snprintf(source, sizeof source, "%s", m->source);
-        printf("%-28s %-36s %-6s %10s  %s%s\n", m->name, source, m->quant,
+        printf("%-28s %-36s %-6s %10s  %s%s\n", rad_safe(m->name), rad_safe(source), rad_safe(m->quant),
                rad_hub_format_bytes(m->size, size, sizeof size), when(m->last_used, used, sizeof used),
                access(m->path, R_OK) == 0 ? "" : "  (file missing: pull again)");
     }
@@ -98,11 +99,11 @@ static void print_text(const RadStoredModel *rows, int n, const RadHfPartial *pa
         char have[32], total[32];
         rad_hub_format_bytes(p->bytes, have, sizeof have);
         if (p->size > 0)
-            printf("  %-36s %-40s %s of %s (%d%%)\n", p->repo, p->path ? p->path : p->etag, have,
+            printf("  %-36s %-40s %s of %s (%d%%)\n", rad_safe(p->repo), rad_safe(p->path ? p->path : p->etag), have,
                    rad_hub_format_bytes(p->size, total, sizeof total),
                    (int)(100.0 * (double)p->bytes / (double)p->size));
         else
-            printf("  %-36s %-40s %s\n", p->repo, p->path ? p->path : p->etag, have);
+            printf("  %-36s %-40s %s\n", rad_safe(p->repo), rad_safe(p->path ? p->path : p->etag), have);
     }
 }
 

@@ -4,6 +4,7 @@
 ** this file reads the flags and reports the outcome.
 */
 #include "../app.h"
+#include "../cli.h"
 #include "../models/model_store.h"
 
 #include <getopt.h>
@@ -69,7 +70,7 @@ int rad_cmd_pull(int argc, char **argv)
     int rc = rad_model_resolve_ex(argv[optind], &o, &r);
     if (rc) return rad_app_fail(rc);
     if (!o.quiet && !r.converted && r.name[0] == 0)
-        fprintf(stderr, "radiance: %s is a .rad file already\n", r.path);
+        fprintf(stderr, "radiance: %s is a .rad file already\n", rad_safe(r.path));
     free(r.path);
     return RAD_EXIT_OK;
 }

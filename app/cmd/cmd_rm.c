@@ -5,6 +5,7 @@
 ** blobs no other snapshot links, the refs pointing at it).
 */
 #include "../app.h"
+#include "../cli.h"
 #include "../models/hub.h"
 #include "../models/model_store.h"
 
@@ -54,7 +55,7 @@ static int purge(const RadStoredModel *rows, const int *gone, int n, const Purge
         int user = still_used(rows, gone, n, p);
         if (user >= 0) {
             fprintf(stderr, "radiance: kept %s@%.12s in the cache: %s (%s) %s\n", p->repo, p->commit,
-                    rows[user].name, rows[user].quant,
+                    rad_safe(rows[user].name), rad_safe(rows[user].quant),
                     rad_store_cache_path(rows[user].file) ? "runs from it" : "was converted from it");
             continue;
         }
@@ -144,10 +145,11 @@ int rad_cmd_rm(int argc, char **argv)
         gone[i] = 1;
         removed++;
         if (in_cache && !do_purge)
-            fprintf(stderr, "radiance: removed %s (%s); kept its download %s (rm --purge removes it)\n", m->name,
-                    m->quant, m->path);
+            fprintf(stderr, "radiance: removed %s (%s); kept its download %s (rm --purge removes it)\n",
+                    rad_safe(m->name), rad_safe(m->quant), rad_safe(m->path));
         else
-            fprintf(stderr, "radiance: removed %s (%s): %s\n", m->name, m->quant, m->path);
+            fprintf(stderr, "radiance: removed %s (%s): %s\n", rad_safe(m->name), rad_safe(m->quant),
+                    rad_safe(m->path));
         if (m->commit_sha[0] && rad_hf_repo_id_ok(m->source)) {
             snprintf(plist[np].repo, sizeof plist[np].repo, "%s", m->source);
             snprintf(plist[np].commit, sizeof plist[np].commit, "%s", m->commit_sha);

@@ -101,8 +101,8 @@ static void show_tokenizer(const RadContainer *c)
 static void show_container(const RadContainer *c)
 {
     char b[32];
-    printf("%-14s%s (%s plugin, %s)\n", "architecture", meta_str(c, "arch.hf_name"), meta_str(c, "arch.id"),
-           meta_str(c, "arch.quant"));
+    printf("%-14s%s (%s plugin, %s)\n", "architecture", rad_safe(meta_str(c, "arch.hf_name")),
+           rad_safe(meta_str(c, "arch.id")), rad_safe(meta_str(c, "arch.quant")));
     printf("%-14s%lld layers, embedding %lld, feed-forward %lld\n", "size",
            (long long)meta_int(c, "model.n_layers"), (long long)meta_int(c, "model.n_embd"),
            (long long)meta_int(c, "model.n_ff"));

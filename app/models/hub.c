@@ -16,6 +16,7 @@
 */
 #include "hub.h"
 #include "safe_fs.h"
+#include "../cli.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -498,7 +499,7 @@ static int api_get(RadHub *h, const char *url, Answer *a, Body *body)
         }
         double wait = backoff(fails, res == CURLE_OK ? a->retry_after : 0);
         if (!h->opt.quiet)
-            fprintf(h->opt.log, "radiance: %s: %s; trying again in %.1f s\n", cur,
+            fprintf(h->opt.log, "radiance: %s: %s; trying again in %.1f s\n", rad_safe(cur),
                     res == CURLE_OK ? "the hub is busy" : curl_easy_strerror(res), wait);
         sleep_s(wait);
     }
@@ -686,17 +687,19 @@ static void erase_live(RadHub *h)
     h->drawn = 0;
 }
 
-/* A progress note ("radiance: ..."); nothing when quiet. */
+/* A progress note ("radiance: ..."); nothing when quiet.  The notes name
+** files the hub listed, so they are printed terminal-safe (rad_safe). */
 static void say(RadHub *h, const char *fmt, ...)
 {
     if (h->opt.quiet) return;
     erase_live(h);
     va_list ap;
     va_start(ap, fmt);
-    fputs("radiance: ", h->opt.log);
-    vfprintf(h->opt.log, fmt, ap);
-    fputc('\n', h->opt.log);
+    char *line = NULL;
+    if (vasprintf(&line, fmt, ap) < 0) line = NULL;
     va_end(ap);
+    fprintf(h->opt.log, "radiance: %s\n", line ? rad_safe(line) : "(out of memory)");
+    free(line);
     fflush(h->opt.log);
 }
 
@@ -1068,7 +1071,7 @@ static void progress_line(const Transfer *t, double now, char *line, size_t cap)
     /* The name takes what the numbers (about 54 columns) leave, 12 to 40. */
     int w = (int)cap - 55;
     w = w < 12 ? 12 : w > 40 ? 40 : w;
-    const char *name = t->f->path;
+    const char *name = rad_safe(t->f->path);  /* a name the hub chose */
     int n = (int)strlen(name);
     char shown[48];
     if (n > w) {

@@ -16,6 +16,7 @@
 #include "hub.h"
 #include "model_open.h"
 #include "safe_fs.h"
+#include "../cli.h"
 #include "../../formats/gguf_container.h"
 #include "../sessions/session_db.h"
 
@@ -385,15 +386,17 @@ char *rad_store_file_for(const char *name, const char *quant)
 
 static void note(const RadResolveOptions *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The notes name files a hub chose: printed terminal-safe (rad_safe). */
 static void note(const RadResolveOptions *o, const char *fmt, ...)
 {
     if (o->quiet) return;
     va_list ap;
     va_start(ap, fmt);
-    fputs("radiance: ", o->log);
-    vfprintf(o->log, fmt, ap);
-    fputc('\n', o->log);
+    char *line = NULL;
+    if (vasprintf(&line, fmt, ap) < 0) line = NULL;
     va_end(ap);
+    fprintf(o->log, "radiance: %s\n", line ? rad_safe(line) : "(out of memory)");
+    free(line);
 }
 
 /* The newest modification time among a folder's files (links followed). */

@@ -6,10 +6,14 @@
 ** rad_wrap turns it into lines that are safe to hand to ncurses and whose
 ** widths are exact, measured with utf8proc_charwidth (the Unicode East Asian
 ** Width and emoji tables that wcwidth, and therefore ncurses and the
-** terminal, follow).  A character of width 0 is kept with the character
+** terminal, follow).  What may not reach a terminal (C0 and C1 controls,
+** DEL, bidirectional overrides, invalid bytes) is decided by the app's one
+** rule (term_safe.c) and shown as the same visible escape every command
+** prints.  A character of width 0 is kept with the character
 ** before it, so a cut never separates an accent from its letter.
 */
 #include "tui.h"
+#include "../cli.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -142,19 +146,27 @@ static void cell_push(Cells *c, RadStyle st, const char *s, size_t n, int width,
 
 static const char replacement[] = "\xef\xbf\xbd";   /* U+FFFD */
 
-/* Decode n bytes of s in style st into cells. */
+/* Decode n bytes of s in style st into cells.  What may not reach the
+** terminal is decided by the app's one rule (rad_safe_escape): each such
+** character becomes the cells of its visible escape (\x1b, \u009b, \xff),
+** as `run` and `chat --plain` print it; a carriage return before a newline
+** is dropped (CRLF text). */
 static void cells_add(Cells *c, RadStyle st, const char *s, size_t n)
 {
     const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
     size_t i = 0;
     while (i < n) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t got = utf8proc_iterate(p + i, (utf8proc_ssize_t)(n - i), &cp);
-        if (got <= 0) {                 /* invalid byte: show it, go on with the next */
-            cell_push(c, st, replacement, 3, 1, 0);
-            i++;
+        char esc[RAD_SAFE_ESC_MAX];
+        size_t used;
+        int elen = rad_safe_escape(s + i, n - i, RAD_SAFE_TEXT, &used, esc);
+        if (elen > 0) {
+            if (!(s[i] == '\r' && i + 1 < n && s[i + 1] == '\n'))
+                for (int k = 0; k < elen; k++) cell_push(c, st, esc + k, 1, 1, 0);
+            i += used;
             continue;
         }
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t got = utf8proc_iterate(p + i, (utf8proc_ssize_t)(n - i), &cp);
         const char *bytes = s + i;
         i += (size_t)got;
         if (cp == '\t') {
@@ -163,7 +175,6 @@ static void cells_add(Cells *c, RadStyle st, const char *s, size_t n)
             continue;
         }
         if (cp == '\n' || cp == ' ') { cell_push(c, st, " ", 1, 1, 1); continue; }
-        if (cp == '\r') continue;
         utf8proc_category_t cat = utf8proc_category(cp);
         if (cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CN || cat == UTF8PROC_CATEGORY_CS ||
             cat == UTF8PROC_CATEGORY_CO) {

@@ -8,9 +8,14 @@ so they stay valid).
 
   gguf_edit.py SRC DST KEY=TYPE:VALUE ...
 
-TYPE is str, bytes, repeat (N:TEXT, TEXT N times), f32, u32, i32 or bool.  A key that exists is replaced, a new
-one appended.  VALUE may use Python escapes (\\x1b, \\a, \\r, \\u009b) so a
-test can plant control characters in a string.
+TYPE is str, bytes, bpe, repeat (N:TEXT, TEXT N times), f32, u32, i32 or
+bool.  A key that exists is replaced, a new one appended.  VALUE may use
+Python escapes (\\x1b, \\a, \\r, \\u009b) so a test can plant control
+characters in a string.  KEY[N] sets element N of a string array
+(tokenizer.ggml.tokens[733]=bpe:...), and KEY[N]=drop removes it (N always
+counts in the array as it was): "bpe" is VALUE's UTF-8 bytes spelled in
+byte-level BPE's alphabet (GPT-2's byte to character table), so the token
+decodes to exactly those bytes.
 """
 import struct
 import sys
@@ -50,7 +55,25 @@ class Reader:
         return self.b[start:self.at]
 
 
+def byte_level(data):
+    """GPT-2's table: printable bytes stand for themselves, the others for
+    U+0100 onwards in byte order."""
+    keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return "".join(table[b] for b in data)
+
+
 def encode(kind, text):
+    if kind == "bpe":
+        chars = text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        s = byte_level(chars.encode("utf-8")).encode("utf-8")
+        return 8, struct.pack("<Q", len(s)) + s
     if kind in ("str", "bytes"):
         # \xNN, \uNNNN, \a ... as Python reads them; "str" writes the code
         # points as UTF-8, "bytes" writes \xNN as the raw byte NN
@@ -71,6 +94,21 @@ def encode(kind, text):
     if kind == "bool":
         return 7, struct.pack("<B", 1 if text in ("1", "true") else 0)
     raise SystemExit(f"unknown type {kind}")
+
+
+def set_elements(t, raw, changes):
+    """raw (an array of strings) with elements replaced or dropped:
+    changes maps an index of the array as it was to the new value's raw
+    bytes, or to None to drop that element."""
+    r = Reader(raw)
+    et, n = r.u32(), r.u64()
+    if t != 9 or et != 8 or max(changes) >= n:
+        raise SystemExit(f"not a string array with an element {max(changes)}")
+    items = [struct.pack("<Q", len(s)) + s for s in (r.string() for _ in range(n))]
+    for i, v in changes.items():
+        items[i] = v
+    items = [x for x in items if x is not None]
+    return struct.pack("<IQ", et, len(items)) + b"".join(items)
 
 
 def main():
@@ -98,8 +136,14 @@ def main():
     infos = blob[info_start:r.at]
     data_start = (r.at + alignment - 1) // alignment * alignment
     data = blob[data_start:]
+    arrays = {}
     for e in edits:
         key, spec = e.split("=", 1)
+        if key.endswith("]") and "[" in key:
+            key, index = key[:-1].split("[")
+            raw = None if spec == "drop" else encode(*spec.split(":", 1))[1]
+            arrays.setdefault(key.encode(), {})[int(index)] = raw
+            continue
         kind, value = spec.split(":", 1)
         t, raw = encode(kind, value)
         for kv in kvs:
@@ -108,6 +152,13 @@ def main():
                 break
         else:
             kvs.append([key.encode(), t, raw])
+    for key, changes in arrays.items():
+        for kv in kvs:
+            if kv[0] == key:
+                kv[2] = set_elements(kv[1], kv[2], changes)
+                break
+        else:
+            raise SystemExit(f"no array {key.decode()}")
     out = bytearray(b"GGUF" + struct.pack("<IQQ", version, n_tensors, len(kvs)))
     for key, t, raw in kvs:
         out += struct.pack("<Q", len(key)) + key + struct.pack("<I", t) + raw

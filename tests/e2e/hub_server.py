@@ -34,6 +34,8 @@ computed then):
                     Q4_K_M or Q8_0, and the same quant in two folders
   Qwen/Qwen3-0.6B-GGUF  the tiny Qwen2 under the file name the shipped alias
                     qwen3:0.6b-gguf picks, so the alias is tested end to end
+  test/evil-names   the tiny Qwen2 under a file name holding C1 controls and a
+                    bidirectional override (tests/e2e/test_output.sh)
   test/wide-llama   a llama checkpoint generated here (bf16, 8 layers, rows
                     of 256 and 512): wide enough for the k-quants, so a
                     Q4_K_M recipe has every choice to make
@@ -124,6 +126,12 @@ def load_dir(path, names=None):
     return out
 
 
+# A file name a hostile repository may choose: C1 controls (CSI, OSC, ST)
+# and a right-to-left override, all of which a listing may hold (C0 bytes
+# are refused as paths).
+EVIL_NAME = "m\u009b31m\u009d0;C1TITLE\u009c\u202eevil-Q8_0.gguf"
+
+
 def build_repos(fixtures, gguf_dir):
     wanted = {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
               "tokenizer_config.json", "model.safetensors.index.json"}
@@ -155,6 +163,7 @@ def build_repos(fixtures, gguf_dir):
         Repo("test/qwen2-gguf", gguf),
         Repo("test/many-gguf", many),
         Repo("Qwen/Qwen3-0.6B-GGUF", {"Qwen3-0.6B-Q8_0.gguf": q8}),
+        Repo("test/evil-names", {EVIL_NAME: q8}),
         Repo("test/wide-llama", wide_llama()),
     ]
     return {r.id: r for r in repos}

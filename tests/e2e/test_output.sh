@@ -4,14 +4,19 @@
 #
 #   - A failed write is exit status 1 with the reason, never 0: stdout on
 #     /dev/full or closed, for run, run --json, sessions export, list
-#     --json, tokenize; `sessions export -o` on a full disk leaves no file.
+#     --json, tokenize, logs; `sessions export -o` on a full disk leaves no
+#     file.
 #   - An interrupted conversion removes its partial output (SIGINT 130,
 #     SIGTERM 143); after SIGKILL the next conversion of the same output
 #     sweeps the stale partial and says so.
-#   - Text from model files and from the database reaches the terminal as
-#     visible escapes: a GGUF whose strings hold ESC, OSC, BEL, CR and C1
-#     bytes, shown by every command that prints file or model text under
-#     tmux, leaves the terminal's title and screen as they were.
+#   - Text from model files, from a model, from a hub and from the database
+#     reaches the terminal as visible escapes: a GGUF whose strings hold
+#     ESC, OSC, BEL, CR and C1 bytes, a GGUF whose tokens decode to them
+#     (so the model's own reply holds them), a hub file name with C1
+#     controls and a bidirectional override, shown by every command that
+#     prints file or model text under tmux (show, info, run, chat --plain,
+#     the full-screen chat, tokenize, pull, list, sessions, logs), leave
+#     the terminal's title and screen as they were.
 . "$(dirname "$0")/lib.sh"
 R="$RADIANCE_BIN"
 MODELS="${RADIANCE_MODELS_DIR:-$HOME/.cache/radiance/models}"
@@ -46,6 +51,11 @@ sid=$($R logs list 2>/dev/null | awk 'NR == 2 { print $1 }')
 [ -n "$sid" ] || not_ok "no logged exchange to export: $($R logs list 2>&1)"
 fails_with "sessions export to /dev/full" "No space left" bash -c "$R sessions export '$sid' --md >/dev/full"
 fails_with "sessions export --json to /dev/full" "No space left" bash -c "$R sessions export '$sid' --json >/dev/full"
+fails_with "logs list to /dev/full" "No space left" bash -c "$R logs list >/dev/full"
+fails_with "logs list --json to /dev/full" "No space left" bash -c "$R logs list --json >/dev/full"
+fails_with "logs show to /dev/full" "No space left" bash -c "$R logs show '$sid' >/dev/full"
+fails_with "logs search to /dev/full" "No space left" bash -c "$R logs search logged >/dev/full"
+fails_with "logs export to /dev/full" "No space left" bash -c "$R logs export '$sid' --md >/dev/full"
 # A full disk for -o: a tiny tmpfs as root, else a file-size limit (EFBIG).
 FULL=$WORK/full
 mkdir -p "$FULL"
@@ -122,6 +132,17 @@ EVIL='\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED\rCR\u009b31mC1\u009d0;C1TITLE\x07end'
 $EDIT "$TINY" "$WORK/evil.gguf" "general.name=str:name $EVIL" "tokenizer.chat_template=str:{{ bos }}$EVIL" \
     "general.license=str:lic $EVIL" "general.sampling.temp=f32:0.5"
 $EDIT "$TINY" "$WORK/evil-arch.gguf" "general.architecture=str:arch$EVIL"
+# A model whose reply holds the bytes: the two tokens the tiny model answers
+# "hello" with first (733, 300 at --temp 0) decode to them.  The merges that
+# make those tokens go too, so the vocabulary stays whole; nothing else
+# changes, so the model answers with the same ids.
+$EDIT "$TINY" "$WORK/evil-out.gguf" 'tokenizer.ggml.tokens[733]=bpe:\x1b]0;PWNED\x07\x1b[2J' \
+    'tokenizer.ggml.tokens[300]=bpe:\x1b[31mRED\rCR\u009b31mC1\u009d0;C1TITLE\x07' \
+    'tokenizer.ggml.merges[474]=drop' 'tokenizer.ggml.merges[41]=drop' 'tokenizer.ggml.merges[111]=drop'
+$R run "$WORK/evil-out.gguf" hello -n 8 --temp 0 >"$WORK/evil-out.txt" 2>"$WORK/err"
+grep -q 'PWNED' "$WORK/evil-out.txt" && grep -q $'\033\\[31m' "$WORK/evil-out.txt" \
+    && ok "piped, run writes the model's bytes as they are (the pipe contract)" \
+    || not_ok "the evil-output model did not answer with its escapes: $(od -c "$WORK/evil-out.txt" | head -3) $(cat "$WORK/err")"
 # A stored exchange and a chat whose texts hold the same bytes.
 python3 -c "import sys; sys.stdout.write('prompt ' + sys.argv[1].encode().decode('unicode_escape'))" "$EVIL" >"$WORK/evil.txt"
 $R run "$TINY" -n 2 "$(cat "$WORK/evil.txt")" >/dev/null 2>&1
@@ -129,35 +150,92 @@ printf '%s\n/quit\n' "$(cat "$WORK/evil.txt")" | $R chat --plain "$TINY" -n 2 >/
 chat_id=$($R sessions list 2>/dev/null | awk 'NR == 2 { print $1 }')
 evil_ids=$($R tokenize -m "$TINY" --no-special "$(cat "$WORK/evil.txt")")
 log_id=$($R logs list 2>/dev/null | awk 'NR == 2 { print $1 }')
+printf 'hello\n' >"$WORK/hello.txt"
+
+# A hub whose file names hold C1 controls and a right-to-left override
+# (tests/e2e/hub_server.py's test/evil-names); a partial download of it for
+# `list` to show.
+SRV="$WORK/srv"
+mkdir -p "$SRV"
+: >"$SRV/log"
+: >"$SRV/control"
+python3 "$RADIANCE_SRC/tests/e2e/hub_server.py" --fixtures "$FIXTURES" --dir "$SRV" --log "$SRV/log" \
+    --control "$SRV/control" --lifetime 600 &
+SERVER_PID=$!
+for _ in $(seq 100); do [ -s "$SRV/ports" ] && break; sleep 0.1; done
+read -r HUB _ <"$SRV/ports"
+export HF_HOME="$WORK/hf" HF_ENDPOINT="http://127.0.0.1:$HUB" NO_PROXY=127.0.0.1 no_proxy=127.0.0.1
+unset HF_TOKEN HF_HUB_OFFLINE http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy
+
 SOCK="$WORK/tmux.sock"
 T() { tmux -S "$SOCK" "$@"; }
-trap 'tmux -S "$SOCK" kill-server >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+trap 'tmux -S "$SOCK" kill-server >/dev/null 2>&1; kill $SERVER_PID 2>/dev/null; wait $SERVER_PID 2>/dev/null; rm -rf "$WORK"' EXIT
 T -f /dev/null new-session -d -s safe -x 160 -y 50 "sleep 600"
 T set-option -t safe allow-rename on 2>/dev/null
 T set-window-option -t safe allow-rename on 2>/dev/null
 T set-option -t safe set-titles on 2>/dev/null
 T select-pane -t safe -T clean
+PANE_ENV="env XDG_DATA_HOME='$XDG_DATA_HOME' XDG_STATE_HOME='$XDG_STATE_HOME' HF_HOME='$HF_HOME' HF_ENDPOINT='$HF_ENDPOINT' NO_PROXY=127.0.0.1 RADIANCE_CONFIG=/dev/null LANG=C.UTF-8 TERM=screen"
 run_in_pane() {
-    T respawn-pane -k -t safe "env XDG_DATA_HOME='$XDG_DATA_HOME' XDG_STATE_HOME='$XDG_STATE_HOME' RADIANCE_CONFIG=/dev/null LANG=C.UTF-8 TERM=screen $1; echo __done__; sleep 600"
+    T respawn-pane -k -t safe "$PANE_ENV $1; echo __done__; sleep 600"
     for _ in $(seq 300); do T capture-pane -p -t safe | grep -q __done__ && return 0; sleep 0.1; done
     return 1
 }
-for cmd in "show $WORK/evil.gguf" "run $WORK/evil-arch.gguf hi" "sessions show $chat_id" "sessions list" \
-    "sessions search prompt" "logs show $log_id" "logs list" "logs search prompt" "sessions export $chat_id --md" \
-    "chat --plain --resume $chat_id $TINY </dev/null" "tokenize -m $WORK/evil.gguf --decode $evil_ids"; do
-    T select-pane -t safe -T clean
-    if ! run_in_pane "$R $cmd"; then not_ok "$cmd did not finish under tmux"; continue; fi
+# check_pane NAME SHOWN: the pane's title is still "clean", nothing on screen
+# is red or starts at a carriage return's column 0, and (SHOWN 1) the
+# hostile bytes are on screen as visible escapes.
+check_pane() {
+    local name=$1 want_shown=$2
+    local title screen plain shown
     title=$(T display-message -p -t safe '#{pane_title}')
     screen=$(T capture-pane -p -e -t safe)
     plain=$(T capture-pane -p -t safe)
-    if [ "$title" = clean ] && ! grep -q 'PWNED\|C1TITLE' <<<"$title" && ! grep -q $'\033\[31m' <<<"$screen" \
-        && grep -q '__done__' <<<"$plain" && ! grep -q '^CR' <<<"$plain" \
-        && [ "$(grep -c '\\x1b\|\\u009b' <<<"$plain")" -gt 0 ]; then
-        shown=$(grep -c '\\x1b\|\\u009b' <<<"$plain")
-        ok "radiance $(cut -c1-40 <<<"$cmd"): title and screen unchanged ($shown lines show the escapes)"
+    shown=$(grep -c '\\x1b\|\\u009b' <<<"$plain")
+    if [ "$title" = clean ] && ! grep -q $'\033\[31m' <<<"$screen" && grep -q '__done__' <<<"$plain" \
+        && ! grep -q '^CR' <<<"$plain" && { [ "$want_shown" = 0 ] || [ "$shown" -gt 0 ]; }; then
+        ok "radiance $(cut -c1-48 <<<"$name"): title and screen unchanged ($shown lines show the escapes)"
     else
-        not_ok "radiance $cmd: title '$title'; screen: $(head -c 600 <<<"$plain")"
+        not_ok "radiance $name: title '$title'; screen: $(head -c 600 <<<"$plain")"
     fi
+}
+pane_cmd() {   # pane_cmd SHOWN ARGS: radiance ARGS in the pane, then check_pane
+    local want=$1
+    shift
+    T select-pane -t safe -T clean
+    if ! run_in_pane "$R $*"; then not_ok "$* did not finish under tmux"; return; fi
+    check_pane "$*" "$want"
+}
+for cmd in "show $WORK/evil.gguf" "run $WORK/evil-arch.gguf hi" "sessions show $chat_id" "sessions list" \
+    "sessions search prompt" "logs show $log_id" "logs list" "logs search prompt" "sessions export $chat_id --md" \
+    "chat --plain --resume $chat_id $TINY </dev/null" "tokenize -m $WORK/evil.gguf --decode $evil_ids" \
+    "run $WORK/evil-out.gguf hello -n 8 --temp 0" "chat --plain $WORK/evil-out.gguf -n 8 --temp 0 <$WORK/hello.txt" \
+    "pull hf:test/evil-names:Q8_0" "show hf:test/evil-names"; do
+    pane_cmd 1 "$cmd"
 done
+# info prints what the plugins name (ops, weights, kernels), none of the
+# file's strings: nothing to show, and nothing may reach the terminal.
+pane_cmd 0 "info --graph $WORK/evil.gguf"
+# A partial download of the hostile name, for list.
+blob=$(find "$HF_HOME/hub/models--test--evil-names/blobs" -type f | head -1)
+if [ -n "$blob" ]; then
+    head -c 1000 "$blob" >"$blob.incomplete"
+    pane_cmd 1 "list"
+else
+    not_ok "the pull of hf:test/evil-names left no blob: $(ls -R "$HF_HOME" | head)"
+fi
+pane_cmd 1 "rm hf:test/evil-names --purge"
+# The full-screen chat: the model's reply, drawn by the TUI.
+T select-pane -t safe -T clean
+T respawn-pane -k -t safe "$PANE_ENV $R chat $WORK/evil-out.gguf -n 8 --temp 0; echo __done__; sleep 600"
+for _ in $(seq 100); do T capture-pane -p -t safe | grep -q "ready" && break; sleep 0.1; done
+T send-keys -t safe -l -- "hello"
+T send-keys -t safe Enter
+for _ in $(seq 100); do T capture-pane -p -t safe | grep -Eq '^  [0-9]+ tokens' && break; sleep 0.1; done
+T capture-pane -p -t safe >"$WORK/tui.screen"
+T send-keys -t safe -l -- "/quit"
+T send-keys -t safe Enter
+for _ in $(seq 100); do T capture-pane -p -t safe | grep -q __done__ && break; sleep 0.1; done
+grep -q '\\x1b\]0;PWNED' "$WORK/tui.screen" || not_ok "the chat's reply did not show its escapes: $(cat "$WORK/tui.screen")"
+check_pane "chat (full screen) on a reply holding escapes" 0
 
 finish

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../app/term_safe.c"
 #include "../../app/tui/tui_text.c"
 #include "../../app/tui/tui_markdown.c"
 #include "../../app/tui/tui_transcript.c"
@@ -85,8 +86,10 @@ static void test_wrap_sanitizes(void **state)
     assert_null(strchr(l.v[0].text, '\033'));
     assert_null(strchr(l.v[0].text, '\x01'));
     assert_null(strchr(l.v[0].text, '\t'));
-    /* ESC, ^A and the invalid byte each become one U+FFFD; the tab pads to column 12 */
-    assert_int_equal(l.v[0].width, 1 + 1 + 4 + 1 + 1 + 1 + 1 + 2 + 1);
+    /* ESC, ^A and the invalid byte each become their visible escape, as
+    ** `run` on a terminal prints them (term_safe.c); the tab pads to column 20 */
+    assert_non_null(strstr(l.v[0].text, "a\\x1b[31mb\\x01\\xffc"));
+    assert_int_equal(l.v[0].width, 1 + 4 + 5 + 4 + 4 + 1 + 1 + 1);
     rad_lines_free(&l);
 }
 
