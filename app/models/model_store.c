@@ -76,11 +76,7 @@ static int store_open(RadStore **out, int create)
     }
     struct stat st;
     int have_db = lstat(s->db_path, &st) == 0;
-    if (have_db && !S_ISREG(st.st_mode)) {
-        rc = S_ISLNK(st.st_mode) ? rad_sfs_refuse_link(s->db_path, "the database")
-                                 : rad_error_set(RAD_E_IO, "%s: not a regular file: remove it", s->db_path);
-        goto fail;
-    }
+    if ((rc = rad_sfs_check_db(s->db_path))) goto fail;
     if (!have_db && !create) {
         free(models);
         *out = s; /* nothing converted yet: an empty store, and nothing made */

@@ -145,17 +145,41 @@ int rad_sfs_lstat(const char *root, const char *path, struct stat *st)
 }
 
 /* A file we may read or write: regular, one link. */
+static int check_st(const struct stat *st, const char *path)
+{
+    if (!S_ISREG(st->st_mode)) return rad_error_set(RAD_E_IO, "%s: not a regular file: remove it", path);
+    if (st->st_nlink > 1)
+        return rad_error_set(RAD_E_IO,
+                             "%s: has %lu hard links; refusing a file shared with another name (it may be "
+                             "someone else's): remove it and run the command again",
+                             path, (unsigned long)st->st_nlink);
+    return RAD_OK;
+}
+
+int rad_sfs_check_db(const char *path)
+{
+    static const char *const sidecar[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof sidecar / sizeof *sidecar; i++) {
+        char *p = NULL;
+        if (asprintf(&p, "%s%s", path, sidecar[i]) < 0) return rad_error_set(RAD_E_NOMEM, "out of memory");
+        struct stat st;
+        int rc = RAD_OK;
+        if (lstat(p, &st) == 0)
+            rc = S_ISLNK(st.st_mode) ? rad_sfs_refuse_link(p, i ? "the database's own file" : "the database")
+                                     : check_st(&st, p);
+        else if (errno != ENOENT)
+            rc = rad_error_set(RAD_E_IO, "%s: %s", p, strerror(errno));
+        free(p);
+        if (rc) return rc;
+    }
+    return RAD_OK;
+}
+
 static int check_file(int fd, const char *path)
 {
     struct stat st;
     if (fstat(fd, &st) != 0) return rad_error_set(RAD_E_IO, "%s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return rad_error_set(RAD_E_IO, "%s: not a regular file: remove it", path);
-    if (st.st_nlink > 1)
-        return rad_error_set(RAD_E_IO,
-                             "%s: has %lu hard links; refusing a file shared with another name (it may be "
-                             "someone else's): remove it and run the command again",
-                             path, (unsigned long)st.st_nlink);
-    return RAD_OK;
+    return check_st(&st, path);
 }
 
 int rad_sfs_open_file(const char *root, const char *path, int flags, int mode)

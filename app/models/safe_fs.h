@@ -44,6 +44,12 @@ int rad_sfs_lstat(const char *root, const char *path, struct stat *st);
 ** (absent, no O_CREAT, no message) or RAD_E_IO. */
 int rad_sfs_open_file(const char *root, const char *path, int flags, int mode);
 
+/* The SQLite database `path` and the files SQLite keeps beside it
+** (PATH-wal, PATH-shm, PATH-journal), which it opens following links:
+** each must be absent or a regular file with one link, else it is refused
+** by name (RAD_E_IO).  Checked before every open of the database. */
+int rad_sfs_check_db(const char *path);
+
 /* Replace `path` with `len` bytes, through a temporary file renamed into
 ** place; refuses when `path` is a link or not a regular file. */
 int rad_sfs_write_file(const char *root, const char *path, const void *data, size_t len);

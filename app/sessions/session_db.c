@@ -18,6 +18,7 @@
 #include "session_db_int.h"
 
 #include "../models/hf_cache.h"
+#include "../models/safe_fs.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -331,6 +332,7 @@ int rad_sdb_open(const char *path, RadSessionDb **out)
         *slash = '/';
         if (rc) goto fail;
     }
+    if ((rc = rad_sfs_check_db(db->path))) goto fail;
     if (sqlite3_open_v2(db->path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
         rc = rad_error_set(RAD_E_IO, "%s: cannot open the database: %s", db->path,
                            db->db ? sqlite3_errmsg(db->db) : "out of memory");

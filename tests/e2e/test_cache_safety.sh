@@ -4,7 +4,8 @@
 # have written into.  For every file and folder a pull creates there, a
 # symlink (or a hard link) is planted in its place, pointing outside; the
 # pull must refuse, naming the planted path, and nothing outside may change.
-# Then the XDG rules: a relative XDG_* is ignored (the spec says so), and a
+# (The converter's own temporary, OUT.partial.RANDOM, has a name nobody can
+# plant in advance and is made with O_EXCL.)  Then the XDG rules: a relative XDG_* is ignored (the spec says so), and a
 # command that only reads (list, show, rm of nothing) creates no folder.
 . "$(dirname "$0")/lib.sh"
 R=$RADIANCE_BIN
@@ -77,9 +78,12 @@ $R pull tiny 2>"$WORK/err" && [ -f "$HF_HOME/hub/models--test--tiny-llama/blobs/
     && ok "a clean pull (the files below exist after one)" || not_ok "clean pull: $(cat "$WORK/err")"
 FILES=("$REPO/refs/main" "$REPO/trees/$TINY.json" "$REPO/blobs/$MODEL_SHA" "$REPO/blobs/$MODEL_SHA.incomplete"
     "$REPO/blobs/$CONFIG_SHA1" "$REPO/snapshots/$TINY/config.json" "$REPO/snapshots/$TINY/model.safetensors"
-    "$HUBDIR/.locks/models--test--tiny-llama/$MODEL_SHA.lock" "$STORE/models/tiny.f32.rad" "$STORE/radiance.db")
+    "$HUBDIR/.locks/models--test--tiny-llama/$MODEL_SHA.lock" "$STORE/models/tiny.f32.rad" "$STORE/radiance.db"
+    "$STORE/radiance.db-wal" "$STORE/radiance.db-shm" "$STORE/radiance.db-journal")
 for rel in "${FILES[@]}"; do
-    case $rel in *.incomplete) continue ;; esac        # gone after a clean pull, by design
+    # gone after a clean pull, by design: the download's partial, and the
+    # files SQLite keeps beside the database only while it is open
+    case $rel in *.incomplete | *-wal | *-shm | *-journal) continue ;; esac
     [ -e "$(eval echo "$rel")" ] || not_ok "the clean pull made no $rel"
 done
 for rel in "${FILES[@]}"; do plant file "$rel"; done
