@@ -5,7 +5,7 @@
 #   - the README's first command stops by itself with an answer (it once ran
 #     four minutes of "A lone soul," until the context was full);
 #   - the seed is random unless given, reported in --json; --seed 7 repeats,
-#     --seed -1 is random;
+#     --seed -1 is random; the chat's /retry draws a new one;
 #   - a model's recommended sampling (GGUF general.sampling.*, a .rad's
 #     generation_config.json) is used, shown by `show`, and loses to the
 #     config and to flags;
@@ -80,6 +80,15 @@ $R run "$M" --raw -n 4 --seed -1 --json "Once" >"$WORK/r.json" 2>"$WORK/err" && 
 $R run "$M" --raw -n 2 --seed 18446744073709551615 --json "Once" >/dev/null 2>"$WORK/err" \
     && ok "--seed takes any 64-bit value (docs/SAMPLING.md)" || not_ok "--seed 2^64-1: $(cat "$WORK/err")"
 expect_fail "--seed -2 is refused" 2 "seed" $R run "$M" --seed -2 hi
+# The chat draws a seed per reply: /retry gives another reply, unless --seed
+# pins it (then the retry is the same reply).
+retry_pair() { printf 'Write one sentence about cats.\n/retry\n/quit\n' | $R chat --plain "$M" --temp 1 -n 20 "$@" 2>/dev/null; }
+retry_pair >"$WORK/retry.out"
+[ "$(grep -c . "$WORK/retry.out")" = 2 ] && [ "$(sed -n 1p "$WORK/retry.out")" != "$(sed -n 2p "$WORK/retry.out")" ] \
+    && ok "chat: /retry without --seed gives another reply" || not_ok "/retry: $(cat "$WORK/retry.out")"
+retry_pair --seed 7 >"$WORK/retry7.out"
+[ "$(grep -c . "$WORK/retry7.out")" = 2 ] && [ "$(sed -n 1p "$WORK/retry7.out")" = "$(sed -n 2p "$WORK/retry7.out")" ] \
+    && ok "chat: /retry with --seed 7 repeats the reply" || not_ok "/retry --seed 7: $(cat "$WORK/retry7.out")"
 
 # ------------------------------------------------------------ the model's own sampling
 $EDIT "$TINY" "$WORK/rec.gguf" general.sampling.temp=f32:0.25 general.sampling.top_k=i32:7 general.sampling.top_p=f32:0.8
