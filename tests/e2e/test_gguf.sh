@@ -188,6 +188,12 @@ import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0xFF;
     [ "$(answer "$GEM")" = "$REF" ] && [ ! -s "$WORK/err" ] && [ "$(cat "$TOKC")" = "not a folder" ] \
         && ok "a cache that cannot be written costs nothing but time" || not_ok "unusable cache: $(cat "$WORK/err")"
     rm -f "$TOKC"
+    mkdir -p "$WORK/outside-tok"
+    ln -s "$WORK/outside-tok" "$TOKC"
+    [ "$(answer "$GEM")" = "$REF" ] && [ -z "$(ls -A "$WORK/outside-tok")" ] \
+        && ok "a symlink planted at the cache folder: nothing is written through it" \
+        || not_ok "planted cache folder link: $(ls -la "$WORK/outside-tok") $(cat "$WORK/err")"
+    rm -f "$TOKC"
 fi
 
 # ------------------------------------------------------ loading, on a terminal
