@@ -223,6 +223,142 @@ static inline int rad_check_rope(const RadKernelArgs *a)
     return RAD_OK;
 }
 
+/* ------------------------------------------- mixture of experts */
+
+/* Check an int32 operand of `rows` rows holding `cols` values each, rows
+** row_bytes apart (router_topk's ids out, moe_gemm's ids in). */
+static inline int rad_check_i32_rows(const RadTensor *t, int64_t rows, int64_t cols)
+{
+    if (!t->data) return RAD_E_ARG;
+    if (t->enc != RAD_ENC_I32) return RAD_E_UNSUPPORTED;
+    if (t->row_bytes % (int64_t)sizeof(int32_t)) return RAD_E_SHAPE;
+    if (rows > 1 && t->row_bytes < cols * (int64_t)sizeof(int32_t)) return RAD_E_SHAPE;
+    if (t->rank >= 1 && t->shape[0] < rows) return RAD_E_SHAPE;
+    if (t->rank >= 2 && t->shape[1] < cols) return RAD_E_SHAPE;
+    return RAD_OK;
+}
+
+static inline int32_t *rad_i32_row(const RadTensor *t, int64_t r)
+{
+    return (int32_t *)(void *)((char *)t->data + r * t->row_bytes);
+}
+
+/* Where slice e of a stacked weight lives (rad_kernel.h, RadTensor): its
+** own address when the core gives one per slice, else e slices into data. */
+static inline const void *rad_slice_data(const RadTensor *w, int64_t e)
+{
+    if (w->slices) return w->slices[e];
+    return (const char *)w->data + e * w->slice_bytes;
+}
+
+/* Check a stacked weight of n_expert slices, each `rows` x `cols` of an
+** encoding the library serves (`served`); rows == 0 asks for slices that
+** are vectors of cols (a stacked bias, [n_expert, cols]).  The stack must
+** state its slices (n_slices == shape[0]) and, when they are contiguous,
+** a slice stride that holds a whole slice. */
+static inline int rad_check_stacked_served(const RadTensor *w, int served, int64_t n_expert, int64_t rows,
+                                           int64_t cols)
+{
+    if (!w->data && !w->slices) return RAD_E_ARG;
+    if (!served) return RAD_E_UNSUPPORTED;
+    int rank = rows ? 3 : 2;
+    if (w->rank != rank || w->shape[0] != n_expert || w->shape[rank - 1] != cols) return RAD_E_SHAPE;
+    if (rows && w->shape[1] != rows) return RAD_E_SHAPE;
+    if (w->n_slices != n_expert) return RAD_E_SHAPE;
+    int64_t need = rad_encoding_row_bytes(w->enc, cols);
+    if (need < 0) return RAD_E_SHAPE;               /* not whole blocks */
+    if (rows > 1 && w->row_bytes < need) return RAD_E_SHAPE;
+    int64_t slice = rows ? (rows - 1) * w->row_bytes + need : need;
+    if (!w->slices && w->slice_bytes < slice) return RAD_E_SHAPE;
+    return RAD_OK;
+}
+
+static inline int rad_check_stacked(const RadTensor *w, int64_t n_expert, int64_t rows, int64_t cols)
+{
+    return rad_check_stacked_served(w, rad_dequant_supported(w->enc), n_expert, rows, cols);
+}
+
+/* router_topk's parameters and operands (docs/OPS.md, router_topk). */
+static inline int rad_check_router(const RadKernelArgs *a)
+{
+    int64_t M = rad_op_rows(a), E = a->param[RAD_ROUTER_N_EXPERT].i, k = a->param[RAD_ROUTER_K].i;
+    int64_t mode = a->param[RAD_ROUTER_MODE].i, renorm = a->param[RAD_ROUTER_RENORM].i;
+    int64_t n_group = a->param[RAD_ROUTER_N_GROUP].i, topk_group = a->param[RAD_ROUTER_TOPK_GROUP].i;
+    double scale = a->param[RAD_ROUTER_SCALE].f;
+    const RadTensor *bias = &a->operand[RAD_ROUTER_BIAS];
+    int rc;
+    if (M <= 0 || E <= 0 || k <= 0 || k > E) return RAD_E_SHAPE;
+    if (mode != RAD_ROUTER_SOFTMAX_TOPK && mode != RAD_ROUTER_TOPK_SOFTMAX && mode != RAD_ROUTER_SIGMOID)
+        return RAD_E_UNSUPPORTED;
+    if (renorm != RAD_ROUTER_RENORM_OFF && renorm != RAD_ROUTER_RENORM_ON) return RAD_E_ARG;
+    if (!(scale > 0) || !isfinite(scale)) return RAD_E_ARG;
+    if (n_group < 0 || n_group > E) return RAD_E_ARG;
+    if (n_group > 1) {
+        /* groups of at least two (a group scores by its best two) */
+        if (E % n_group || E / n_group < 2) return RAD_E_SHAPE;
+        if (topk_group < 1 || topk_group > n_group) return RAD_E_ARG;
+        if (k > topk_group * (E / n_group)) return RAD_E_SHAPE;
+    }
+    if ((rc = rad_check_act(&a->operand[RAD_ROUTER_LOGITS], M, E)) ||
+        (rc = rad_check_i32_rows(&a->operand[RAD_ROUTER_IDS], M, k)) ||
+        (rc = rad_check_act(&a->operand[RAD_ROUTER_WEIGHTS], M, k)))
+        return rc;
+    if (bias->data) {
+        if (bias->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
+        if (bias->rank != 1 || bias->shape[0] != E) return RAD_E_SHAPE;
+    }
+    return RAD_OK;
+}
+
+/* moe_gemm's parameters and operands, for a library serving the weight's
+** encoding when `served`; then every id inside the stack (RAD_E_RANGE). */
+static inline int rad_check_moe_gemm_served(const RadKernelArgs *a, int served)
+{
+    int64_t M = rad_op_rows(a), k = a->param[RAD_MOE_GEMM_K_USED].i;
+    int64_t N = a->param[RAD_MOE_GEMM_N].i, K = a->param[RAD_MOE_GEMM_K].i;
+    int64_t per_slot = a->param[RAD_MOE_GEMM_X_PER_SLOT].i;
+    const RadTensor *w = &a->operand[RAD_MOE_GEMM_W], *bias = &a->operand[RAD_MOE_GEMM_BIAS];
+    const RadTensor *ids = &a->operand[RAD_MOE_GEMM_IDS];
+    int rc;
+    if (M <= 0 || k <= 0 || N <= 0 || K <= 0) return RAD_E_SHAPE;
+    if (per_slot != RAD_MOE_X_PER_ROW && per_slot != RAD_MOE_X_PER_SLOT) return RAD_E_ARG;
+    if (w->rank != 3) return w->data || w->slices ? RAD_E_SHAPE : RAD_E_ARG;
+    int64_t E = w->shape[0];
+    if ((rc = rad_check_act(&a->operand[RAD_MOE_GEMM_X], per_slot ? M * k : M, K)) ||
+        (rc = rad_check_i32_rows(ids, M, k)) || (rc = rad_check_stacked_served(w, served, E, N, K)) ||
+        (rc = rad_check_act(&a->operand[RAD_MOE_GEMM_OUT], M * k, N)))
+        return rc;
+    if (w->enc != a->param[RAD_MOE_GEMM_ENC].i) return RAD_E_ARG;
+    if (bias->data || bias->slices) {
+        if (bias->enc != RAD_ENC_F32) return RAD_E_UNSUPPORTED;
+        if ((rc = rad_check_stacked_served(bias, 1, E, 0, N))) return rc;
+    }
+    for (int64_t m = 0; m < M; m++) {
+        const int32_t *id = rad_i32_row(ids, m);
+        for (int64_t j = 0; j < k; j++)
+            if (id[j] < 0 || id[j] >= E) return RAD_E_RANGE;
+    }
+    return RAD_OK;
+}
+
+static inline int rad_check_moe_gemm(const RadKernelArgs *a)
+{
+    return rad_check_moe_gemm_served(a, rad_dequant_supported(a->operand[RAD_MOE_GEMM_W].enc));
+}
+
+/* moe_combine's parameters and operands. */
+static inline int rad_check_moe_combine(const RadKernelArgs *a)
+{
+    int64_t M = rad_op_rows(a), k = a->param[RAD_MOE_COMBINE_K].i, N = a->param[RAD_MOE_COMBINE_N].i;
+    int rc;
+    if (M <= 0 || k <= 0 || N <= 0) return RAD_E_SHAPE;
+    if ((rc = rad_check_act(&a->operand[RAD_MOE_COMBINE_Y], M * k, N)) ||
+        (rc = rad_check_act(&a->operand[RAD_MOE_COMBINE_WEIGHTS], M, k)) ||
+        (rc = rad_check_act(&a->operand[RAD_MOE_COMBINE_OUT], M, N)))
+        return rc;
+    return RAD_OK;
+}
+
 #pragma GCC visibility pop
 
 #endif /* RAD_OP_CHECKS_H */

@@ -34,4 +34,24 @@ enum {
 ** whole dims, as transformers' default (truncate = True) does. */
 enum { RAD_ROPE_TRUNCATE_OFF = 0, RAD_ROPE_TRUNCATE_ON = 1 };
 
+/* router_topk `mode`: how a row's expert logits become choices and weights
+** (docs/OPS.md, router_topk). */
+enum {
+    RAD_ROUTER_SOFTMAX_TOPK = 0,    /* weights = softmax over all experts, then the top k:
+                                    ** Qwen2/3-MoE, Mixtral, OLMoE */
+    RAD_ROUTER_TOPK_SOFTMAX = 1,    /* the top k logits, then softmax over those k: gpt-oss */
+    RAD_ROUTER_SIGMOID = 2          /* weights = sigmoid(logit); chosen by sigmoid + bias,
+                                    ** optionally group-limited: DeepSeek-V3, GLM-4.5 */
+};
+
+/* router_topk `renorm`: whether the k chosen weights are divided by their sum
+** (Hugging Face's norm_topk_prob). */
+enum { RAD_ROUTER_RENORM_OFF = 0, RAD_ROUTER_RENORM_ON = 1 };
+
+/* moe_gemm `x_per_slot`: whether every (row, slot) has an input row of its
+** own ([M * k, K], the down projection after the expert activation) or the
+** k slots of a row share the row's input ([M, K], the gate and up
+** projections). */
+enum { RAD_MOE_X_PER_ROW = 0, RAD_MOE_X_PER_SLOT = 1 };
+
 #endif /* RAD_OP_VALUES_H */

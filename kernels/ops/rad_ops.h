@@ -20,7 +20,7 @@
 #include "../rad_kernel.h"
 #include "rad_op_values.h"
 
-#define RAD_OP_SCHEMA_COUNT 15
+#define RAD_OP_SCHEMA_COUNT 19
 
 extern const RadOpSchema rad_op_schemas[];
 extern const int rad_op_schema_count;          /* == RAD_OP_SCHEMA_COUNT */
@@ -92,5 +92,29 @@ enum { RAD_GATHER_ROWS_X, RAD_GATHER_ROWS_IDX, RAD_GATHER_ROWS_OUT };
 /* logits_gemm(M, N, K, enc, softcap; x, w, out) */
 enum { RAD_LOGITS_GEMM_N = 1, RAD_LOGITS_GEMM_K, RAD_LOGITS_GEMM_ENC, RAD_LOGITS_GEMM_SOFTCAP };
 enum { RAD_LOGITS_GEMM_X, RAD_LOGITS_GEMM_W, RAD_LOGITS_GEMM_OUT };
+
+/* router_topk(M, n_expert, k, mode, renorm, scale, n_group, topk_group;
+**             logits, bias?, ids, weights)
+** mode and renorm take the RAD_ROUTER_* values of rad_op_values.h; ids is
+** an i32 [M, k] output, weights f32 [M, k]. */
+enum {
+    RAD_ROUTER_N_EXPERT = 1, RAD_ROUTER_K, RAD_ROUTER_MODE, RAD_ROUTER_RENORM, RAD_ROUTER_SCALE,
+    RAD_ROUTER_N_GROUP, RAD_ROUTER_TOPK_GROUP
+};
+enum { RAD_ROUTER_LOGITS, RAD_ROUTER_BIAS, RAD_ROUTER_IDS, RAD_ROUTER_WEIGHTS };
+
+/* moe_gemm(M, k, N, K, enc, x_per_slot; x, ids, w, bias?, out)
+** w is a stacked weight [n_expert, N, K] (RadTensor's slices), bias a
+** stacked f32 [n_expert, N]; out has M * k rows. */
+enum { RAD_MOE_GEMM_K_USED = 1, RAD_MOE_GEMM_N, RAD_MOE_GEMM_K, RAD_MOE_GEMM_ENC, RAD_MOE_GEMM_X_PER_SLOT };
+enum { RAD_MOE_GEMM_X, RAD_MOE_GEMM_IDS, RAD_MOE_GEMM_W, RAD_MOE_GEMM_BIAS, RAD_MOE_GEMM_OUT };
+
+/* moe_combine(M, k, N; y, weights, out): y has M * k rows. */
+enum { RAD_MOE_COMBINE_K = 1, RAD_MOE_COMBINE_N };
+enum { RAD_MOE_COMBINE_Y, RAD_MOE_COMBINE_WEIGHTS, RAD_MOE_COMBINE_OUT };
+
+/* clamp(M, N, lo, hi; x) */
+enum { RAD_CLAMP_N = 1, RAD_CLAMP_LO, RAD_CLAMP_HI };
+enum { RAD_CLAMP_X };
 
 #endif /* RAD_OPS_H */

@@ -88,6 +88,24 @@ const RadOpSchema rad_op_schemas[] = {
     {"logits_gemm",
      5, {RANGE("M"), INT("N"), INT("K"), INT("enc"), FLOAT("softcap")},
      3, {IN("x"), WEIGHT("w"), OUT("out")}},
+
+    /* Mixture of experts: route, run the chosen experts, combine. */
+    {"router_topk",
+     8, {RANGE("M"), INT("n_expert"), INT("k"), INT("mode"), INT("renorm"), FLOAT("scale"),
+         INT("n_group"), INT("topk_group")},
+     4, {IN("logits"), OPTIONAL_WEIGHT("bias"), OUT("ids"), OUT("weights")}},
+
+    {"moe_gemm",
+     6, {RANGE("M"), INT("k"), INT("N"), INT("K"), INT("enc"), INT("x_per_slot")},
+     5, {IN("x"), INDEX("ids"), WEIGHT("w"), OPTIONAL_WEIGHT("bias"), OUT("out")}},
+
+    {"moe_combine",
+     3, {RANGE("M"), INT("k"), INT("N")},
+     3, {IN("y"), IN("weights"), OUT("out")}},
+
+    {"clamp",
+     4, {RANGE("M"), INT("N"), FLOAT("lo"), FLOAT("hi")},
+     1, {INOUT("x")}},
 };
 
 _Static_assert(sizeof rad_op_schemas / sizeof rad_op_schemas[0] == RAD_OP_SCHEMA_COUNT,

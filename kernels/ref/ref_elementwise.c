@@ -7,6 +7,7 @@
 **   silu_mul    out = silu(gate) * up,       silu(x) = x / (1 + e^-x)
 **   gelu_mul    out = gelu_tanh(gate) * up,
 **               gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+**   clamp       x = min(max(x, lo), hi), NaN kept (OLMoE's clip_qkv)
 **
 ** add, mul and scale_rows are single f32 operations, which IEEE rounds
 ** identically everywhere, so a faster kernel must match them exactly.
@@ -101,6 +102,25 @@ int ref_scale_rows(const RadKernelArgs *a)
     for (int64_t m = 0; m < M; m++) {
         float *r = rad_act_row(x, m);
         for (int64_t i = 0; i < N; i++) r[i] = r[i] * scale;
+    }
+    return RAD_OK;
+}
+
+int ref_clamp(const RadKernelArgs *a)
+{
+    int64_t M = rad_op_rows(a), N = a->param[RAD_CLAMP_N].i;
+    float lo = (float)a->param[RAD_CLAMP_LO].f, hi = (float)a->param[RAD_CLAMP_HI].f;
+    const RadTensor *x = &a->operand[RAD_CLAMP_X];
+    int rc;
+
+    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
+    if (isnan(lo) || isnan(hi) || lo > hi) return RAD_E_ARG;
+    if ((rc = rad_check_act(x, M, N))) return rc;
+
+    for (int64_t m = 0; m < M; m++) {
+        float *r = rad_act_row(x, m);
+        /* comparisons, not fminf/fmaxf: a NaN stays NaN, as torch.clamp keeps it */
+        for (int64_t i = 0; i < N; i++) r[i] = r[i] < lo ? lo : r[i] > hi ? hi : r[i];
     }
     return RAD_OK;
 }

@@ -31,6 +31,10 @@
 ** the stack (8 KiB of doubles).  Larger heads get RAD_E_UNSUPPORTED. */
 #define REF_MAX_HEAD_DIM 1024
 
+/* The most experts router_topk scores in one row: its per-row state is on
+** the stack.  More is RAD_E_UNSUPPORTED. */
+#define REF_MAX_EXPERTS 1024
+
 /* Decode columns [k0, k0 + n) of weight row `row` into dst.  k0 must be a
 ** multiple of the encoding's block (any multiple of REF_CHUNK is). */
 void ref_weight_decode(const RadTensor *w, int64_t row, int64_t k0, int64_t n, float *dst);
@@ -54,6 +58,10 @@ int ref_kv_store(const RadKernelArgs *a);
 int ref_attn_paged(const RadKernelArgs *a);
 int ref_gemm_nt(const RadKernelArgs *a);
 int ref_logits_gemm(const RadKernelArgs *a);
+int ref_clamp(const RadKernelArgs *a);
+int ref_router_topk(const RadKernelArgs *a);
+int ref_moe_gemm(const RadKernelArgs *a);
+int ref_moe_combine(const RadKernelArgs *a);
 
 #pragma GCC visibility pop
 

@@ -6,7 +6,7 @@
 ** docs/OPS.md at every row count, so a model always runs, and every faster
 ** kernel has something to be compared against.  The core tries ref last by default.
 **
-** The only constraints are the weight encodings of the two GEMMs, which the
+** The only constraints are the weight encodings of the GEMMs, which the
 ** core can check when a model is declared.  embed_lookup has no encoding
 ** parameter (the table's encoding is read from the operand), so an
 ** undecodable table is refused when the op first runs, by rad_dequant_row.
@@ -54,6 +54,12 @@ static const RadKernelRow rows[] = {
     {.op = "logits_gemm", .name = "logits_gemm", .n_constraints = 1,
      .constraints = {ENC_DECODABLE}, .priority = 0, .domain = RAD_DOMAIN_HOST,
      .launch = ref_logits_gemm},
+    ROW("router_topk", ref_router_topk),
+    /* reads a stacked weight's slices wherever each lives */
+    {.op = "moe_gemm", .name = "moe_gemm", .n_constraints = 1, .constraints = {ENC_DECODABLE},
+     .priority = 0, .domain = RAD_DOMAIN_HOST, .launch = ref_moe_gemm, .slices_ok = 1},
+    ROW("moe_combine", ref_moe_combine),
+    ROW("clamp", ref_clamp),
 };
 
 const RadKernelLibrary rad_kernel_library = {

@@ -194,11 +194,30 @@ static void fill_amp(float *x, int64_t n, uint32_t seed, float amp)
 
 /* ---------------------------------------------------------- library */
 
-/* A row for every op ref serves; attention's cache block and scratch hook. */
+/* The ops the cpu library leaves to ref for now (the core then selects
+** ref's row: the default order is cpu,ref).  When one gains a cpu row it
+** leaves this list, or this test fails. */
+static const char *const left_to_ref[] = {"router_topk", "moe_gemm", "moe_combine", "clamp"};
+
+static int is_left_to_ref(const char *op)
+{
+    for (size_t i = 0; i < sizeof left_to_ref / sizeof *left_to_ref; i++)
+        if (strcmp(op, left_to_ref[i]) == 0) return 1;
+    return 0;
+}
+
+/* A row for every op ref serves but the ones listed above, which have
+** none; attention's cache block and scratch hook. */
 static void test_rows(void **state)
 {
     (void)state;
-    for (int i = 0; i < cpu_lib->n_schemas; i++) assert_non_null(cpu_find_row(cpu_lib->schemas[i].op));
+    for (int i = 0; i < cpu_lib->n_schemas; i++) {
+        const char *op = cpu_lib->schemas[i].op;
+        int has = 0;
+        for (int r = 0; r < cpu_lib->n_rows; r++) has |= strcmp(cpu_lib->rows[r].op, op) == 0;
+        if (has == is_left_to_ref(op)) fail_msg("op %s: cpu row %s, expected %s", op, has ? "present" : "missing",
+                                                 has ? "none (update left_to_ref)" : "one");
+    }
     const RadKernelRow *r = cpu_find_row("attn_paged");
     assert_int_equal(r->kv_block_size, 16);
     assert_non_null(r->scratch_bytes);

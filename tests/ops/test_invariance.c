@@ -15,7 +15,8 @@
 ** to relayout, whose products must also equal the stored layout's), f16 and
 ** f32 KV caches, positions from 0 and past a cache block and a sliding
 ** window's edge, long contexts (several attention parts), two sequences
-** interleaved in one step, and rope's scaling kinds.  Every cpu ISA level
+** interleaved in one step, rope's scaling kinds, and the mixture-of-experts
+** ops (router modes, stacked experts in every encoding).  Every cpu ISA level
 ** the machine runs is covered, and the ones it lacks are named as skipped.
 **
 ** `quick` as argv[1] (the NEON run under qemu) leaves out M = 512.
@@ -96,7 +97,10 @@ typedef struct Case {
     unsigned char *cache;           /* kv_store: the cache's bytes (k then v), compared */
     size_t cache_bytes;
     unsigned char *cache_init;
+    int mult[RAD_MAX_OPERANDS];     /* buffer rows per step row (moe ops' M * k slot rows); 0 = 1 */
 } Case;
+
+static int64_t mult_of(const Case *c, int o) { return c->mult[o] ? c->mult[o] : 1; }
 
 static int per_row(const Case *c, int o)
 {
@@ -126,7 +130,7 @@ static void case_ready(Case *c)
         RadTensor *t = &c->call.args.operand[o];
         if (!t->data || !per_row(c, o)) continue;
         c->act[o] = t->data;
-        c->act_bytes[o] = (size_t)(t->row_bytes * M_MAX);
+        c->act_bytes[o] = (size_t)(t->row_bytes * M_MAX * mult_of(c, o));
         c->init[o] = malloc(c->act_bytes[o]);
         memcpy(c->init[o], t->data, c->act_bytes[o]);
     }
@@ -150,8 +154,8 @@ static RadKernelArgs rows_of(Case *c, int64_t m, int64_t n, RadKvView *kv)
     for (int o = 0; o < a.schema->n_operands; o++) {
         RadTensor *t = &a.operand[o];
         if (!t->data || !per_row(c, o)) continue;
-        t->data = (char *)t->data + m * t->row_bytes;
-        t->shape[0] = n;
+        t->data = (char *)t->data + m * mult_of(c, o) * t->row_bytes;
+        t->shape[0] = n * mult_of(c, o);
     }
     if (c->has_kv) {
         *kv = c->kv;
@@ -168,7 +172,7 @@ static size_t result_bytes(const Case *c, int64_t M)
 {
     size_t n = c->cache ? c->cache_bytes : 0;
     for (int o = 0; o < c->call.args.schema->n_operands; o++)
-        if (c->act[o] && is_output(c, o)) n += (size_t)(c->call.args.operand[o].row_bytes * M);
+        if (c->act[o] && is_output(c, o)) n += (size_t)(c->call.args.operand[o].row_bytes * M * mult_of(c, o));
     return n;
 }
 
@@ -176,7 +180,7 @@ static void result_of(const Case *c, int64_t M, unsigned char *dst)
 {
     for (int o = 0; o < c->call.args.schema->n_operands; o++)
         if (c->act[o] && is_output(c, o)) {
-            size_t n = (size_t)(c->call.args.operand[o].row_bytes * M);
+            size_t n = (size_t)(c->call.args.operand[o].row_bytes * M * mult_of(c, o));
             memcpy(dst, c->act[o], n);
             dst += n;
         }
@@ -223,15 +227,15 @@ static void check_case(const RadKernelLibrary *lib, const char *level, Case *c)
         for (int o = 0; o < c->call.args.schema->n_operands; o++) {
             if (!c->act[o] || !is_output(c, o)) continue;
             const RadTensor *t = &c->call.args.operand[o];
-            size_t cols = (size_t)t->shape[1] * sizeof(float);
-            for (int64_t m = 0; m < M; m++)
+            size_t cols = (size_t)t->shape[1] * sizeof(float);      /* i32 outputs: the same width */
+            for (int64_t m = 0; m < M * mult_of(c, o); m++)
                 if (memcmp(f + m * t->row_bytes, s + m * t->row_bytes, cols) != 0) {
                     INV_FAIL("%s %s: %s M=%lld: row %lld differs from the row computed alone", lib->name, level,
-                             c->what, (long long)M, (long long)m);
+                             c->what, (long long)M, (long long)(m / mult_of(c, o)));
                     break;
                 }
-            f += (size_t)(t->row_bytes * M);
-            s += (size_t)(t->row_bytes * M);
+            f += (size_t)(t->row_bytes * M * mult_of(c, o));
+            s += (size_t)(t->row_bytes * M * mult_of(c, o));
         }
         if (c->cache && memcmp(f, s, c->cache_bytes) != 0)
             INV_FAIL("%s %s: %s M=%lld: the cache differs from the rows stored one by one", lib->name, level,
@@ -651,6 +655,126 @@ static void test_gemm(void **state)
     assert_int_equal(n_fail, 0);
 }
 
+/* The mixture-of-experts ops: router_topk in each mode (the sigmoid one
+** with a bias and groups), moe_gemm over a stacked weight in every
+** encoding (shared and per-slot inputs, with a stacked bias), moe_combine,
+** and clamp.  A step row of these ops owns k buffer rows where the op says
+** so (Case.mult).  A library without a row for one of them is skipped (the
+** cpu library leaves them to ref for now: tests/ops/test_cpu_ops.c). */
+static void check_moe(Case *c)
+{
+    check_case(&rad_kernel_library, "ref", c);
+    for (int l = 0; l < N_LEVELS; l++) {
+        if (!level_ok[l] || !ops_pick_row(cpu_lib, &c->call.args)) continue;
+        cpu_set_isa(isa_levels[l]);
+        check_case(cpu_lib, isa_levels[l], c);
+    }
+}
+
+static int32_t *i32_rows(Case *c, const char *name, int64_t cols, int32_t n_expert, uint32_t seed)
+{
+    int32_t *v = malloc((size_t)(M_MAX * cols) * sizeof(int32_t));
+    for (int64_t i = 0; i < M_MAX * cols; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = (int32_t)((seed >> 8) % (uint32_t)n_expert);
+    }
+    RadTensor *t = &c->call.args.operand[operand_at(&c->call, name)];
+    *t = (RadTensor){.data = v, .enc = RAD_ENC_I32, .rank = 2, .shape = {M_MAX, cols}, .row_bytes = cols * 4};
+    return v;
+}
+
+static void test_moe(void **state)
+{
+    (void)state;
+    const int64_t E = 16, KU = 3;
+    int64_t brb;
+    float *bias = weight(RAD_ENC_F32, 0, E, 300, 0.3f, &brb);
+    for (int mode = 0; mode < 3; mode++) {
+        char what[96];
+        snprintf(what, sizeof what, "router_topk mode %d", mode);
+        Case c = {.what = what, .call = call_new("router_topk", M_MAX)};
+        set_i(&c.call, "n_expert", E);
+        set_i(&c.call, "k", KU);
+        set_i(&c.call, "mode", mode);
+        set_i(&c.call, "renorm", mode != 1);
+        set_f(&c.call, "scale", mode == 2 ? 2.5 : 1.0);
+        if (mode == 2) {
+            set_i(&c.call, "n_group", 4);
+            set_i(&c.call, "topk_group", 2);
+            set_weight(&c.call, "bias", bias, RAD_ENC_F32, 0, E, brb);
+        }
+        act(&c, "logits", E, 310 + (uint32_t)mode, 3.0f);
+        i32_rows(&c, "ids", KU, (int32_t)E, 320);
+        act(&c, "weights", KU, 330, 1.0f);
+        case_ready(&c);
+        check_moe(&c);
+        free_ops(&c), case_free(&c);
+    }
+    free(bias);
+
+    int encs[64], n_enc = gemm_encodings(encs);
+    for (int ei = 0; ei < n_enc; ei++) {
+        int enc = encs[ei], per_slot = ei % 2;
+        int64_t K = rad_encoding_info(enc)->block_elems >= 256 ? 256 : 96, N = 21, wrb;
+        /* the stack: E slices of [N, K], contiguous */
+        unsigned char *w = weight(enc, E * N, K, 340 + (uint32_t)enc, 0.5f, &wrb);
+        float *b = weight(RAD_ENC_F32, E, N, 350, 0.5f, &brb);
+        char what[96];
+        snprintf(what, sizeof what, "moe_gemm %s%s", rad_encoding_info(enc)->name, per_slot ? " per slot" : "");
+        Case c = {.what = what, .call = call_new("moe_gemm", M_MAX)};
+        set_i(&c.call, "k", KU);
+        set_i(&c.call, "N", N);
+        set_i(&c.call, "K", K);
+        set_i(&c.call, "enc", enc);
+        set_i(&c.call, "x_per_slot", per_slot);
+        RadTensor *wt = &c.call.args.operand[operand_at(&c.call, "w")];
+        *wt = (RadTensor){.data = w, .enc = enc, .rank = 3, .shape = {E, N, K}, .row_bytes = wrb,
+                          .n_slices = E, .slice_bytes = N * wrb};
+        if (ei % 3 == 0) {
+            RadTensor *bt = &c.call.args.operand[operand_at(&c.call, "bias")];
+            *bt = (RadTensor){.data = b, .enc = RAD_ENC_F32, .rank = 2, .shape = {E, N}, .row_bytes = brb,
+                              .n_slices = E, .slice_bytes = brb};
+        }
+        act(&c, "x", K, 360, 1.0f);
+        if (per_slot) {
+            free(c.call.args.operand[operand_at(&c.call, "x")].data);
+            float *x = falloc_fill(M_MAX * KU * (K + 3), 361, 1.0f);
+            set_act_strided(&c.call, "x", x, M_MAX * KU, K, K + 3);
+            c.mult[operand_at(&c.call, "x")] = (int)KU;
+        }
+        i32_rows(&c, "ids", KU, (int32_t)E, 370 + (uint32_t)enc);
+        float *out = falloc_fill(M_MAX * KU * (N + 3), 380, 1.0f);
+        set_act_strided(&c.call, "out", out, M_MAX * KU, N, N + 3);
+        c.mult[operand_at(&c.call, "out")] = (int)KU;
+        case_ready(&c);
+        check_moe(&c);
+        free_ops(&c), case_free(&c);
+        free(w), free(b);
+    }
+
+    Case c = {.what = "moe_combine", .call = call_new("moe_combine", M_MAX)};
+    set_i(&c.call, "k", KU);
+    set_i(&c.call, "N", 203);
+    float *y = falloc_fill(M_MAX * KU * 206, 390, 2.0f);
+    set_act_strided(&c.call, "y", y, M_MAX * KU, 203, 206);
+    c.mult[operand_at(&c.call, "y")] = (int)KU;
+    act(&c, "weights", KU, 391, 1.0f);
+    act(&c, "out", 203, 392, 1.0f);
+    case_ready(&c);
+    check_moe(&c);
+    free_ops(&c), case_free(&c);
+
+    Case q = {.what = "clamp", .call = call_new("clamp", M_MAX)};
+    set_i(&q.call, "N", 203);
+    set_f(&q.call, "lo", -0.5);
+    set_f(&q.call, "hi", 0.75);
+    act(&q, "x", 203, 393, 1.0f);
+    case_ready(&q);
+    check_moe(&q);
+    free_ops(&q), case_free(&q);
+    assert_int_equal(n_fail, 0);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static int load_cpu(void **state)
@@ -673,6 +797,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rowwise), cmocka_unit_test(test_rope),      cmocka_unit_test(test_copies),
         cmocka_unit_test(test_kv_store), cmocka_unit_test(test_attention), cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_moe),
     };
     return cmocka_run_group_tests(tests, load_cpu, NULL);
 }

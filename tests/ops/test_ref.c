@@ -5,9 +5,10 @@
 ** kernel is later measured against it; so these tests check ref itself
 ** against hand-computed values and naive formulas on shapes small enough to
 ** reason about.  Every call goes through the exported rad_kernel_library
-** table (ref_harness.h), as the core's would.  The rope, attention, GEMM
-** and weight-encoding tests live in test_ref_rope.h, test_ref_attention.h,
-** test_ref_gemm.h and test_ref_encodings.h, included below, so this one
+** table (ref_harness.h), as the core's would.  The rope, attention, GEMM,
+** weight-encoding and mixture-of-experts tests live in test_ref_rope.h,
+** test_ref_attention.h, test_ref_gemm.h, test_ref_encodings.h and
+** test_ref_moe.h, included below, so this one
 ** file is still the whole test program.
 */
 #include <math.h>
@@ -80,6 +81,10 @@ static void test_schema_table(void **state)
         {"gemm_nt", "M N K enc | x w bias out"},
         {"gather_rows", "M N | x idx out"},
         {"logits_gemm", "M N K enc softcap | x w out"},
+        {"router_topk", "M n_expert k mode renorm scale n_group topk_group | logits bias ids weights"},
+        {"moe_gemm", "M k N K enc x_per_slot | x ids w bias out"},
+        {"moe_combine", "M k N | y weights out"},
+        {"clamp", "M N lo hi | x"},
     };
     assert_int_equal(sizeof want / sizeof want[0], rad_op_schema_count);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -98,6 +103,9 @@ static void test_schema_table(void **state)
     }
     assert_int_equal(find_schema("attn_paged")->operands[3].optional, 1);
     assert_int_equal(find_schema("gemm_nt")->operands[2].optional, 1);
+    assert_int_equal(find_schema("router_topk")->operands[1].optional, 1);
+    assert_int_equal(find_schema("moe_gemm")->operands[3].optional, 1);
+    assert_int_equal(find_schema("moe_gemm")->operands[1].role, RAD_ROLE_INDEX);
 }
 
 /* Zero rows is not a call: every op refuses M == 0 with RAD_E_SHAPE. */
@@ -385,6 +393,7 @@ static void test_gated(void **state)
 #include "test_ref_attention.h"
 #include "test_ref_gemm.h"
 #include "test_ref_encodings.h"
+#include "test_ref_moe.h"
 
 int main(void)
 {
@@ -407,6 +416,7 @@ int main(void)
         ATTENTION_TESTS,
         GEMM_TESTS,
         ENCODING_TESTS,
+        MOE_TESTS,
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
