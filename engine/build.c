@@ -232,6 +232,16 @@ rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl 
                     name, i, (long long)d->shape[i]);
             return -1;
         }
+    /* A stack of slices is its dim 0: each slice is one expert's matrix (or
+    ** vector) and moves as group + e, so the groups must not wrap. */
+    if (d->n_slices < 0 || (d->n_slices > 0 && (d->rank < 2 || d->shape[0] != d->n_slices ||
+                                                d->group < 0 || d->group > INT32_MAX - d->n_slices))) {
+        problem(b, "weight '%s': a stack of %lld slices needs rank 2..4 with dim 0 of %lld and a group "
+                "in 0..%lld (has rank %d, dim 0 of %lld, group %d)", name, (long long)d->n_slices,
+                (long long)d->n_slices, (long long)(INT32_MAX - d->n_slices), d->rank, (long long)d->shape[0],
+                (int)d->group);
+        return -1;
+    }
     GROW(b, b->weights, b->n_weights, b->cap_weights, -1);
     RadWeightEntry *w = &b->weights[b->n_weights];
     memset(w, 0, sizeof *w);

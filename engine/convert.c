@@ -95,6 +95,25 @@ static int meta_from_config(const RadMetaTable *cfg, RadMetaTable *out, const ch
     };
     for (size_t i = 0; !rc && i < sizeof canon / sizeof *canon; i++)
         rc = rad_meta_table_set_int(out, canon[i].key, canon[i].v);
+    /* Routed experts: the count, how many a token uses and their size,
+    ** whichever spelling the family's config uses (Mixtral's
+    ** num_local_experts; Qwen-MoE's moe_intermediate_size, else the
+    ** experts are intermediate_size wide).  No experts: the keys stay
+    ** absent and the model is dense. */
+    const RadMetaKV *n_expert = config_key(cfg, "num_experts");
+    if (!n_expert) n_expert = config_key(cfg, "num_local_experts");
+    if (!rc && n_expert && n_expert->type == RAD_META_INT && n_expert->i > 0) {
+        int64_t used, ff_expert;
+        if (n_expert->i > (1 << 20))
+            return rad_error_set(RAD_E_FORMAT, "%s: key '%s' = %lld is not a plausible expert count", config_path,
+                                 n_expert->key, (long long)n_expert->i);
+        rc = config_int(cfg, "num_experts_per_tok", 0, 1, &used, config_path);
+        if (!rc) rc = config_int(cfg, "moe_intermediate_size", ff, 0, &ff_expert, config_path);
+        if (rc) return rc;
+        rc = rad_meta_table_set_int(out, "model.n_expert", n_expert->i);
+        if (!rc) rc = rad_meta_table_set_int(out, "model.n_expert_used", used);
+        if (!rc) rc = rad_meta_table_set_int(out, "model.n_ff_expert", ff_expert);
+    }
     if (!rc) rc = rad_meta_table_set_float(out, "model.rms_eps", eps && eps->type != RAD_META_STRING ? eps->f : 1e-6);
     if (!rc)
         rc = rad_meta_table_set_float(out, "model.rope_theta",
@@ -139,76 +158,99 @@ static void shape_text(const int64_t *shape, int rank, char *buf, size_t len)
 }
 
 /* The checkpoint tensors a weight's map entry selects: the first present for
-** COPY, all of them for CONCAT.  Returns how many, 0 when unresolvable. */
-static int resolve_sources(const RadCheckpoint *ck, const RadWeightEntry *w, const RadStTensor **out)
+** COPY, all of them for CONCAT.  Returns how many, 0 when unresolvable, with
+** *missing the source that is absent (for CONCAT, the first). */
+static int resolve_sources(const RadCheckpoint *ck, const RadWeightEntry *w, const RadStTensor **out, int *missing)
 {
+    *missing = 0;
     if (w->map_mode == RAD_MAP_COPY) {
         for (int i = 0; i < w->n_map_sources; i++)
             if ((out[0] = rad_checkpoint_tensor(ck, w->map_sources[i]))) return 1;
         return 0;
     }
     for (int i = 0; i < w->n_map_sources; i++)
-        if (!(out[i] = rad_checkpoint_tensor(ck, w->map_sources[i]))) return 0;
+        if (!(out[i] = rad_checkpoint_tensor(ck, w->map_sources[i]))) {
+            *missing = i;
+            return 0;
+        }
     return w->n_map_sources;
 }
 
 /* Encode one declared weight from its checkpoint sources into `enc`;
-** returns malloc'd bytes or NULL with a problem added. */
+** returns malloc'd bytes or NULL with a problem added.  The sources stack
+** along dim 0: each is either a part of the weight (same rank, its rows)
+** or, for a stacked weight (n_slices), one whole slice of rank one less
+** (a checkpoint's per-expert matrix, experts.N.gate_proj). */
 static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, int enc, uint64_t *size, Problems *pr)
 {
-    const RadStTensor *src[16];
-    if (w->n_map_sources > 16) {
-        add_problem(pr, "weight '%s': more than 16 sources", w->name);
+    const RadStTensor **src = calloc((size_t)(w->n_map_sources > 0 ? w->n_map_sources : 1), sizeof *src);
+    if (!src) {
+        add_problem(pr, "'%s': out of memory", w->name);
         return NULL;
     }
-    int n = resolve_sources(ck, w, src);
+    uint8_t *out = NULL;
+    int missing = 0;
+    int n = resolve_sources(ck, w, src, &missing);
     if (n == 0) {
-        if (!w->d.optional)
-            add_problem(pr, "tensor '%s'%s is missing from the checkpoint (needed for '%s')", w->map_sources[0],
-                        w->n_map_sources > 1 ? " (or an alternative)" : "", w->name);
-        return NULL;
+        if (!w->d.optional) {
+            if (w->map_mode == RAD_MAP_CONCAT && w->n_map_sources > 1)
+                add_problem(pr, "tensor '%s' is missing from the checkpoint (needed for '%s', which stacks %d "
+                            "tensors): the checkpoint is incomplete; download it again", w->map_sources[missing],
+                            w->name, w->n_map_sources);
+            else
+                add_problem(pr, "tensor '%s'%s is missing from the checkpoint (needed for '%s')", w->map_sources[0],
+                            w->n_map_sources > 1 ? " (or an alternative)" : "", w->name);
+        }
+        goto fail;
     }
     /* The stacked sources must add up to the declared shape. */
     int64_t rows = 0, cols = w->d.rank >= 2 ? w->d.shape[w->d.rank - 1] : w->d.shape[0];
     for (int i = 0; i < n; i++) {
         int64_t src_cols = src[i]->rank >= 1 ? src[i]->shape[src[i]->rank - 1] : 1;
-        int64_t src_rows = 1;
-        for (int d = 0; d + 1 < src[i]->rank; d++) src_rows *= src[i]->shape[d];
-        int ok = src[i]->rank == w->d.rank && src_cols == cols;
-        for (int d = 1; ok && d + 1 < w->d.rank; d++) ok = src[i]->shape[d] == w->d.shape[d];
-        if (!ok || (n == 1 && src[i]->rank == 2 && src_rows != w->d.shape[0])) {
+        int as_slice = w->d.n_slices > 0 && src[i]->rank == w->d.rank - 1;
+        int ok;
+        if (as_slice) {
+            ok = 1;
+            for (int d = 0; ok && d < src[i]->rank; d++) ok = src[i]->shape[d] == w->d.shape[d + 1];
+        } else {
+            ok = src[i]->rank == w->d.rank && src_cols == cols;
+            for (int d = 1; ok && d + 1 < w->d.rank; d++) ok = src[i]->shape[d] == w->d.shape[d];
+            if (ok && n == 1 && w->d.rank >= 2) ok = src[i]->shape[0] == w->d.shape[0];
+        }
+        if (!ok) {
             char want[96], have[96];
-            shape_text(w->d.shape, w->d.rank, want, sizeof want);
+            shape_text(as_slice || (w->d.n_slices > 0 && n > 1) ? w->d.shape + 1 : w->d.shape,
+                       as_slice || (w->d.n_slices > 0 && n > 1) ? w->d.rank - 1 : w->d.rank, want, sizeof want);
             shape_text(src[i]->shape, src[i]->rank, have, sizeof have);
-            add_problem(pr, "tensor '%s' has shape %s; the config says '%s' is %s", src[i]->name, have,
-                        w->name, want);
-            return NULL;
+            add_problem(pr, "tensor '%s' has shape %s; the config says %s'%s' is %s", src[i]->name, have,
+                        w->d.n_slices > 0 && n > 1 ? "each slice of " : "", w->name, want);
+            goto fail;
         }
         if (src[i]->enc != RAD_ENC_F32 && src[i]->enc != RAD_ENC_F16 && src[i]->enc != RAD_ENC_BF16) {
             add_problem(pr, "tensor '%s' is %s; only F32, F16 and BF16 checkpoints convert", src[i]->name,
                         src[i]->dtype);
-            return NULL;
+            goto fail;
         }
-        rows += w->d.rank == 1 ? 1 : src_rows;
+        rows += w->d.rank == 1 || as_slice ? 1 : src[i]->shape[0];
     }
     if (w->d.rank >= 2 && rows != w->d.shape[0]) {
-        add_problem(pr, "'%s': the sources stack to %lld rows, the config says %lld", w->name, (long long)rows,
-                    (long long)w->d.shape[0]);
-        return NULL;
+        add_problem(pr, "'%s': the sources stack to %lld along dim 0, the config says %lld", w->name,
+                    (long long)rows, (long long)w->d.shape[0]);
+        goto fail;
     }
     int64_t row_bytes = rad_encoding_row_bytes(enc, cols);
     if (row_bytes < 0) {
         const RadEncodingInfo *e = rad_encoding_info(enc);
         add_problem(pr, "'%s': rows of %lld elements cannot be encoded as %s (blocks of %d)", w->name,
                     (long long)cols, e ? e->name : "?", e ? e->block_elems : 0);
-        return NULL;
+        goto fail;
     }
     int64_t total_rows = w->d.rank >= 2 ? rows : 1;
     for (int d = 1; d + 1 < w->d.rank; d++) total_rows *= w->d.shape[d];
-    uint8_t *out = malloc((size_t)(total_rows * row_bytes));
+    out = malloc((size_t)(total_rows * row_bytes));
     if (!out) {
         add_problem(pr, "'%s': out of memory", w->name);
-        return NULL;
+        goto fail;
     }
     int64_t at_row = 0;
     for (int i = 0; i < n; i++) {
@@ -219,13 +261,18 @@ static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, int
             if (rad_convert_row(src[i]->enc, from, enc, out + at_row * row_bytes, cols)) {
                 add_problem(pr, "'%s': cannot convert %s to %s: %s", w->name, src[i]->dtype,
                             rad_encoding_info(enc)->name, rad_error_message());
-                free(out);
-                return NULL;
+                goto fail;
             }
         }
     }
     *size = (uint64_t)(total_rows * row_bytes);
+    free(src);
     return out;
+
+fail:
+    free(out);
+    free(src);
+    return NULL;
 }
 
 /* ---------------------------------------------------------- layers */

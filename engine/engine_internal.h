@@ -280,6 +280,7 @@ typedef struct RadResidency {
     int64_t system_available, cgroup_limit, floor;
     int64_t weights_total;              /* every tensor the file holds, mapped */
     int64_t experts;                    /* of them, routed experts (CONDITIONAL) */
+    int n_expert_slices;                /* their movement units (slices of stacks) */
     int64_t weights_released;           /* mapped bytes given back once their copies exist */
     int64_t copies, copies_skipped;
     int n_copies, n_skipped;

@@ -28,6 +28,14 @@ void rad_weight_tensor(const RadWeightEntry *w, RadTensor *t)
     t->rank = w->d.rank;
     memcpy(t->shape, w->d.shape, sizeof t->shape);
     t->row_bytes = w->row_bytes;
+    /* A stack of slices (a MoE layer's experts): slice e is the e-th of
+    ** shape[0] equal runs of rows, contiguous as the container stores it. */
+    if (w->d.n_slices > 0) {
+        int64_t rows = 1;
+        for (int d = 1; d + 1 < w->d.rank; d++) rows *= w->d.shape[d];
+        t->n_slices = w->d.n_slices;
+        t->slice_bytes = rows * w->row_bytes;
+    }
 }
 
 /* The copy of w that `row` made at load, or NULL. */

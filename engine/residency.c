@@ -15,8 +15,10 @@
 **              once a weight's copies exist and no op reads it as stored,
 **              its mapped pages are given back, so a copy replaces its
 **              source instead of doubling it
-**   experts    routed experts (access CONDITIONAL) are counted apart: the
-**              streaming planner (issue 15) decides which stay resident
+**   experts    routed experts (access CONDITIONAL) are counted apart, with
+**              their movement units (a stacked weight's slices, one per
+**              expert): the streaming planner (issue 15) decides which
+**              stay resident
 **
 ** When even the weights and the fixed part exceed the budget, nothing is
 ** copied and the weights are read from the file as the system can page them
@@ -125,8 +127,11 @@ int rad_residency_plan(RadEngine *e)
     for (int i = 0; i < e->container->n_tensors; i++) r->weights_total += (int64_t)e->container->tensors[i].size;
     for (int i = 0; i < b->n_weights; i++) {
         const RadWeightEntry *w = &b->weights[i];
-        if (w->present && !w->source && w->d.access == RAD_ACCESS_CONDITIONAL)
-            r->experts += w->row_bytes * (w->d.rank >= 2 ? w->d.shape[0] : 1);
+        if (!w->present || w->source || w->d.access != RAD_ACCESS_CONDITIONAL) continue;
+        int64_t rows = 1;
+        for (int d = 0; d + 1 < w->d.rank; d++) rows *= w->d.shape[d];
+        r->experts += w->row_bytes * rows;
+        r->n_expert_slices += w->d.n_slices > 0 ? w->d.n_slices : 1;
     }
 
     RadRelayoutList list;
@@ -186,7 +191,10 @@ void rad_residency_print(const RadEngine *e, FILE *f)
         snprintf(note, sizeof note, "(%s)", r->budget_from);
     term(f, "budget", r->budget, note);
     term(f, "weights in the file", r->weights_total, "(mapped read-only)");
-    term(f, "  of them routed experts", r->experts, r->experts ? "(resident, mapped)" : "");
+    if (r->experts)
+        snprintf(note, sizeof note, "(%d movement units, one per expert and projection; resident, mapped)",
+                 r->n_expert_slices);
+    term(f, "  of them routed experts", r->experts, r->experts ? note : "");
     term(f, "  given back after copying", r->weights_released, "(no op reads them as stored)");
     snprintf(note, sizeof note, "(%d kernel layouts%s%s)", r->n_copies, r->why[0] ? "; " : "", r->why);
     term(f, "relayouted weights", r->copies, note);

@@ -171,6 +171,17 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
     if (!rc) rc = rad_meta_table_set_float(t, "model.rms_eps", eps);
     if (!rc) rc = rad_meta_table_set_float(t, "model.rope_theta", theta);
     if (!rc && window > 0) rc = rad_meta_table_set_int(t, "sliding_window", window);
+    /* Routed experts (llama.cpp's expert_* keys), in the canonical names the
+    ** Hugging Face import writes. */
+    int64_t n_expert = 0, n_used = 0, ff_expert = 0;
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("expert_count"), 0, &n_expert);
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("expert_used_count"), 0, &n_used);
+    if (!rc) rc = rad_gguf_get_int(g, ARCH_KEY("expert_feed_forward_length"), ff, &ff_expert);
+    if (!rc && n_expert > 0) {
+        rc = rad_meta_table_set_int(t, "model.n_expert", n_expert);
+        if (!rc) rc = rad_meta_table_set_int(t, "model.n_expert_used", n_used);
+        if (!rc) rc = rad_meta_table_set_int(t, "model.n_ff_expert", ff_expert);
+    }
 
     /* RoPE scaling, in the spelling the plugins read from config.json. */
     const char *scaling = NULL;
