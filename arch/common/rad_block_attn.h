@@ -3,7 +3,9 @@
 **
 ** In PyTorch terms this is
 **     q, k, v = h @ Wq.T + bq, h @ Wk.T + bk, h @ Wv.T + bv
-**     q, k = q_norm(q), k_norm(k)              (per head; Qwen3, Gemma 3)
+**     q, k = q_norm(q), k_norm(k)              (per head; Qwen3, Gemma 3; over the
+**                                              whole projection: OLMoE)
+**     q, k, v = clamp(q, k, v, +-clip_qkv)       (OLMoE's clip_qkv)
 **     q, k = rope(q, pos), rope(k, pos)
 **     cache.store(k, v)
 **     att = softmax(q k.T * scale + causal mask) v   (GQA: heads share kv heads)
@@ -36,6 +38,9 @@ typedef struct RadAttnConfig {
     int n_embd, n_head, n_head_kv, head_dim;
     int weight_enc;             /* encoding of the projections */
     int qk_norm;                /* per-head RMSNorm of q and k */
+    int qk_norm_whole;          /* ... over the whole projection instead (OLMoE: weights
+                                ** of n_head * head_dim and n_head_kv * head_dim) */
+    double clip_qkv;            /* > 0: q, k, v clamped to [-clip_qkv, clip_qkv] after the norms */
     double norm_eps, norm_offset;
     double scale;               /* score scale, usually 1/sqrt(head_dim) */
     double softcap;             /* 0 = none */
@@ -58,6 +63,7 @@ typedef struct RadAttn {
     RadAttnConfig cfg;
     rad_weight wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm;
     rad_op op_q, op_k, op_v, op_q_norm, op_k_norm, op_rope_q, op_rope_k, op_store, op_attn, op_o;
+    rad_op op_clip_q, op_clip_k, op_clip_v;
 } RadAttn;
 
 static inline rad_op rad_attn_gemm(RadBuilder *b, const RadAttnConfig *c, rad_weight w, rad_weight bias,
@@ -95,11 +101,24 @@ static inline rad_op rad_attn_rope(RadBuilder *b, const RadAttnConfig *c, int n_
 
 static inline rad_op rad_attn_qk_norm(RadBuilder *b, const RadAttnConfig *c, int n_head, rad_weight w, rad_buf x)
 {
+    /* over the whole projection: one "head" of all of it */
+    const int heads = c->qk_norm_whole ? 1 : n_head, dim = c->qk_norm_whole ? n_head * c->head_dim : c->head_dim;
     rad_op op = RAD_OP(b, "qk_norm",
-                       RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("n_head", n_head),
-                                  RAD_INT("head_dim", c->head_dim), RAD_FLOAT("eps", c->norm_eps),
+                       RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("n_head", heads),
+                                  RAD_INT("head_dim", dim), RAD_FLOAT("eps", c->norm_eps),
                                   RAD_FLOAT("w_offset", c->norm_offset)),
                        RAD_WEIGHTS(w));
+    rad_op_reads(b, op, RAD_BUFS(x));
+    rad_op_writes(b, op, RAD_BUFS(x));
+    return op;
+}
+
+static inline rad_op rad_attn_clamp(RadBuilder *b, const RadAttnConfig *c, int width, rad_buf x)
+{
+    rad_op op = RAD_OP(b, "clamp",
+                       RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("N", width), RAD_FLOAT("lo", -c->clip_qkv),
+                                  RAD_FLOAT("hi", c->clip_qkv)),
+                       RAD_NO_WEIGHTS);
     rad_op_reads(b, op, RAD_BUFS(x));
     rad_op_writes(b, op, RAD_BUFS(x));
     return op;
@@ -135,10 +154,10 @@ static inline void rad_attn_declare(RadAttn *a, RadBuilder *b, const RadAttnConf
     if (c->qk_norm) {
         a->q_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.attn_q_norm.weight", l),
                                       rad_fmt(hf, "%s.q_norm.weight", c->hf_prefix), RAD_ENC_F32, 1,
-                                      c->head_dim, 0, acc, l, 0);
+                                      c->qk_norm_whole ? q_width : c->head_dim, 0, acc, l, 0);
         a->k_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.attn_k_norm.weight", l),
                                       rad_fmt(hf, "%s.k_norm.weight", c->hf_prefix), RAD_ENC_F32, 1,
-                                      c->head_dim, 0, acc, l, 0);
+                                      c->qk_norm_whole ? kv_width : c->head_dim, 0, acc, l, 0);
     }
 
     a->op_q = rad_attn_gemm(b, c, a->wq, a->bq, q_width, c->n_embd, io->h, io->q);
@@ -148,6 +167,12 @@ static inline void rad_attn_declare(RadAttn *a, RadBuilder *b, const RadAttnConf
     if (c->qk_norm) {
         a->op_q_norm = rad_attn_qk_norm(b, c, c->n_head, a->q_norm, io->q);
         a->op_k_norm = rad_attn_qk_norm(b, c, c->n_head_kv, a->k_norm, io->k);
+    }
+    a->op_clip_q = a->op_clip_k = a->op_clip_v = -1;
+    if (c->clip_qkv > 0) {
+        a->op_clip_q = rad_attn_clamp(b, c, q_width, io->q);
+        a->op_clip_k = rad_attn_clamp(b, c, kv_width, io->k);
+        a->op_clip_v = rad_attn_clamp(b, c, kv_width, io->v);
     }
     a->op_rope_q = rad_attn_rope(b, c, c->n_head, io->q, io->positions);
     a->op_rope_k = rad_attn_rope(b, c, c->n_head_kv, io->k, io->positions);
@@ -181,6 +206,11 @@ static inline void rad_attn_step(const RadAttn *a, RadCtx *c, const RadBatch *ba
     if (a->cfg.qk_norm) {
         RAD_ISSUE(c, a->op_q_norm, n, RAD_B(io->q), RAD_W(a->q_norm));
         RAD_ISSUE(c, a->op_k_norm, n, RAD_B(io->k), RAD_W(a->k_norm));
+    }
+    if (a->cfg.clip_qkv > 0) {
+        RAD_ISSUE(c, a->op_clip_q, n, RAD_B(io->q));
+        RAD_ISSUE(c, a->op_clip_k, n, RAD_B(io->k));
+        RAD_ISSUE(c, a->op_clip_v, n, RAD_B(io->v));
     }
     const RadRopeConfig *r = &a->cfg.rope;
     const RadOperand factors = r->has_freq_factors ? RAD_W(r->freq_factors) : RAD_NONE;

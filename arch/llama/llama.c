@@ -1,12 +1,16 @@
 /*
 ** llama.c: the llama family plugin — Llama 2/3/3.1/3.2, SmolLM2, TinyLlama,
-** Mistral, Qwen2 and Qwen3 — one decoder shape with small variations:
+** Mistral, Qwen2 and Qwen3, and their mixture-of-experts lines Mixtral,
+** Qwen3-MoE and OLMoE — one decoder shape with small variations:
 **
 **   x = embed(tokens)
 **   for each layer:
 **       x = x + attn(rmsnorm(x))      q/k/v biases when the checkpoint has them
-**                                      (Qwen2), per-head q/k norms (Qwen3)
-**       x = x + mlp(rmsnorm(x))       SwiGLU
+**                                      (Qwen2), per-head q/k norms (Qwen3,
+**                                      Qwen3-MoE), q/k norms over the whole
+**                                      projection and clip_qkv (OLMoE)
+**       x = x + mlp(rmsnorm(x))       SwiGLU, or routed experts of SwiGLUs
+**                                      (rad_block_moe.h) on the sparse layers
 **   logits = lm_head(rmsnorm(x))      lm_head tied to the embedding or not
 **
 ** One source builds one plugin per weight format (the build passes RAD_QUANT
@@ -23,6 +27,7 @@
 #include "../common/rad_block_decoder.h"
 #include "../common/rad_block_head.h"
 #include "../common/rad_block_mlp.h"
+#include "../common/rad_block_moe.h"
 #include "../common/rad_block_residual.h"
 
 #ifndef RAD_QUANT
@@ -33,29 +38,43 @@ typedef struct Layer {
     RadResidualNorm attn_norm;  /* layer 0: a plain norm of the embedding */
     RadAttn attn;
     RadResidualNorm ffn_norm;
+    int sparse;                 /* routed experts instead of the dense MLP */
     RadMlp mlp;
+    RadMoe moe;
 } Layer;
 
 /* One model, as declared: the instance the core keeps and hands to step. */
 typedef struct Model {
     int n_layers;
     RadDecoderBuffers io;
+    RadMoeBuffers moe_io;
     RadHead head;
     RadResidualNorm out_norm;
     Layer *layers;              /* (n_layers) */
 } Model;
 
 static const char *const hf_names[] = {
-    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", NULL,
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM", "MixtralForCausalLM", "OlmoeForCausalLM", NULL,
 };
 
 const char *const *rad_arch_hf_names(void) { return hf_names; }
 
 /* The GGUF architectures this plugin runs.  llama.cpp's converter permutes
 ** the q and k rows of llama-arch checkpoints so that RoPE rotates adjacent
-** pairs; Qwen files keep Hugging Face's halves. */
+** pairs; Qwen files keep Hugging Face's halves.  Mixtral files are "llama"
+** with an expert count.  GGUF has no key for norm_topk_prob: llama.cpp
+** renormalises Qwen3-MoE's chosen weights and not OLMoE's, so the families
+** say so.  (A Qwen3-MoE checkpoint with norm_topk_prob off reaches GGUF
+** renormalised; llama.cpp runs it so too.) */
 static const RadMetaKV adjacent_pairs[] = {
     {.key = "model.rope_mode", .type = RAD_META_INT, .i = 1, .f = 1},     /* rope mode 1: adjacent pairs */
+};
+static const RadMetaKV qwen3moe_implied[] = {
+    {.key = "norm_topk_prob", .type = RAD_META_INT, .i = 1, .f = 1},
+};
+static const RadMetaKV olmoe_implied[] = {
+    {.key = "norm_topk_prob", .type = RAD_META_INT, .i = 0, .f = 0},
 };
 
 static const RadGgufFamily gguf_families[] = {
@@ -63,6 +82,8 @@ static const RadGgufFamily gguf_families[] = {
     {RAD_SIZED(RadGgufFamily), "mistral", "MistralForCausalLM", 1, adjacent_pairs},
     {RAD_SIZED(RadGgufFamily), "qwen2", "Qwen2ForCausalLM", 0, NULL},
     {RAD_SIZED(RadGgufFamily), "qwen3", "Qwen3ForCausalLM", 0, NULL},
+    {RAD_SIZED(RadGgufFamily), "qwen3moe", "Qwen3MoeForCausalLM", 1, qwen3moe_implied},
+    {RAD_SIZED(RadGgufFamily), "olmoe", "OlmoeForCausalLM", 1, olmoe_implied},
     {0},
 };
 
@@ -175,20 +196,58 @@ static int layer_is_sliding(const RadModelMeta *meta, const char *hf, int l)
     if (type) return strcmp(type, "sliding_attention") == 0;
     if (strcmp(hf, "Qwen2ForCausalLM") == 0 || strcmp(hf, "Qwen3ForCausalLM") == 0)
         return l >= rad_meta_geti(meta, "max_window_layers", 0);
-    return 1;
+    return 1;                   /* Mistral, Mixtral, Qwen3-MoE: every layer */
 }
 
-/* The sliding window the configuration asks for, or 0.  Mistral slides
-** whenever sliding_window is set; Qwen2 and Qwen3 only with
-** use_sliding_window (their configs carry a sliding_window that is off by
-** default). */
+/* The sliding window the configuration asks for, or 0.  Mistral and
+** Mixtral slide whenever sliding_window is set; Qwen2, Qwen3 and Qwen3-MoE
+** only with use_sliding_window (their configs carry a sliding_window that
+** is off by default). */
 static int config_window(const RadModelMeta *meta, const char *hf)
 {
-    if (strcmp(hf, "MistralForCausalLM") == 0) return (int)rad_meta_geti(meta, "sliding_window", 0);
-    if ((strcmp(hf, "Qwen2ForCausalLM") == 0 || strcmp(hf, "Qwen3ForCausalLM") == 0) &&
+    if (strcmp(hf, "MistralForCausalLM") == 0 || strcmp(hf, "MixtralForCausalLM") == 0)
+        return (int)rad_meta_geti(meta, "sliding_window", 0);
+    if ((strcmp(hf, "Qwen2ForCausalLM") == 0 || strcmp(hf, "Qwen3ForCausalLM") == 0 ||
+         strcmp(hf, "Qwen3MoeForCausalLM") == 0) &&
         rad_meta_geti(meta, "use_sliding_window", 0))
         return (int)rad_meta_geti(meta, "sliding_window", 0);
     return 0;
+}
+
+/* Whether layer l routes to experts.  Qwen3-MoE: every decoder_sparse_step-th
+** layer not listed in mlp_only_layers (its transformers rule); the other
+** families: every layer of a model with experts (a Mixtral GGUF is "llama"
+** with an expert count). */
+static int layer_is_sparse(const RadModelMeta *meta, const char *hf, int l)
+{
+    if (meta->n_expert <= 0) return 0;
+    if (strcmp(hf, "Qwen3MoeForCausalLM") != 0) return 1;
+    char key[48];
+    for (int i = 0;; i++) {
+        snprintf(key, sizeof key, "mlp_only_layers.%d", i);
+        if (!rad_meta_has(meta, key)) break;
+        if (rad_meta_geti(meta, key, -1) == l) return 0;
+    }
+    int64_t step = rad_meta_geti(meta, "decoder_sparse_step", 1);
+    return step > 0 && (l + 1) % step == 0;
+}
+
+/* The routing of a model with experts: softmax over all experts, the top
+** num_experts_per_tok, renormalised as norm_topk_prob says (Mixtral
+** always).  The expert size is moe_intermediate_size where the family has
+** one (Qwen3-MoE, whose dense layers use intermediate_size). */
+static RadMoeConfig moe_config(const RadModelMeta *meta, const char *hf, int l, int enc, int T)
+{
+    int mixtral = strcmp(hf, "MixtralForCausalLM") == 0 || strcmp(hf, "LlamaForCausalLM") == 0 ||
+                  strcmp(hf, "MistralForCausalLM") == 0;
+    int renorm = mixtral ? 1 : (int)rad_meta_geti(meta, "norm_topk_prob", 0);
+    return (RadMoeConfig){
+        .layer = l, .n_embd = meta->n_embd, .n_ff = (int)rad_meta_geti(meta, "model.n_ff_expert", meta->n_ff),
+        .n_expert = meta->n_expert, .k = meta->n_expert_used, .weight_enc = enc, .mode = RAD_ROUTER_SOFTMAX_TOPK,
+        .renorm = renorm ? RAD_ROUTER_RENORM_ON : RAD_ROUTER_RENORM_OFF, .scale = 1.0,
+        .hf_gate = mixtral ? "w1" : "gate_proj", .hf_up = mixtral ? "w3" : "up_proj",
+        .hf_down = mixtral ? "w2" : "down_proj", .group = RAD_MOE_GROUP(l, meta->n_expert), .max_tok = T,
+    };
 }
 
 int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx, void **instance)
@@ -208,17 +267,31 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
     m->layers = calloc((size_t)L, sizeof *m->layers);
     if (!m->layers) return RAD_E_NOMEM;
 
-    int qk_norm = strcmp(hf, "Qwen3ForCausalLM") == 0;
+    RadRopeConfig rope;
+    int failed = rope_config(b, meta, &rope);  /* recorded; declare goes on */
+    int qk_norm = strcmp(hf, "Qwen3ForCausalLM") == 0 || strcmp(hf, "Qwen3MoeForCausalLM") == 0;
+    int olmoe = strcmp(hf, "OlmoeForCausalLM") == 0;
+    double clip_qkv = olmoe ? rad_meta_getf(meta, "clip_qkv", 0) : 0;   /* null in the config: absent */
+    if (clip_qkv < 0 || !isfinite(clip_qkv)) {
+        failed = rad_decl_fail(b, "clip_qkv = %g: it must be a positive bound or null", clip_qkv);
+        clip_qkv = 0;
+    }
     int tied = (int)rad_meta_geti(meta, "tie_word_embeddings", 0);
     int window = config_window(meta, hf);
     if (window < 0) window = 0;
     if (window >= ctx->max_ctx) window = 0;     /* never reached: plain causal */
-    RadRopeConfig rope;
-    int failed = rope_config(b, meta, &rope);  /* recorded; declare goes on */
 
-    /* Buffers, shared by every layer. */
+    /* Buffers, shared by every layer; the dense MLP's only when some layer
+    ** is dense, the experts' only when some layer routes. */
     const int T = ctx->max_tok, QW = H * D, KW = HKV * D, F = meta->n_ff;
-    rad_decoder_buffers_declare(b, &m->io, T, ctx->max_out_rows, E, QW, KW, F, V);
+    int n_sparse = 0;
+    for (int l = 0; l < L; l++) n_sparse += layer_is_sparse(meta, hf, l);
+    rad_decoder_buffers_declare(b, &m->io, T, ctx->max_out_rows, E, QW, KW, n_sparse < L ? F : 1, V);
+    if (n_sparse) {
+        RadMoeConfig mc = moe_config(meta, hf, 0, enc, T);
+        rad_moe_buffers_declare(b, &m->moe_io, T, E, mc.n_ff, mc.n_expert, mc.k, m->io.h, m->io.delta);
+        rad_note(b, "%d of %d layers route to %d experts, %d per token", n_sparse, L, mc.n_expert, mc.k);
+    }
     const RadNormConfig nc = {.n_embd = E, .max_tok = T, .eps = meta->rms_eps, .w_offset = 0.0};
 
     RadKvGroupDecl full_decl = {RAD_SIZED(RadKvGroupDecl), .kind = RAD_KV_FULL, .n_head_kv = HKV, .head_dim = D};
@@ -251,7 +324,7 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
         }
         RadAttnConfig ac = {
             .layer = l, .n_embd = E, .n_head = H, .n_head_kv = HKV, .head_dim = D, .weight_enc = enc,
-            .qk_norm = qk_norm, .norm_eps = meta->rms_eps, .norm_offset = 0.0, .scale = 1.0 / sqrt((double)D),
+            .qk_norm = qk_norm || olmoe, .qk_norm_whole = olmoe, .clip_qkv = clip_qkv, .norm_eps = meta->rms_eps, .norm_offset = 0.0, .scale = 1.0 / sqrt((double)D),
             .softcap = 0.0, .window = layer_window, .rope = rope,
             .hf_prefix = rad_fmt(prefix, "model.layers.%d.self_attn", l), .max_tok = T,
         };
@@ -259,9 +332,18 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
         rad_bind_layer_kv(b, l, kv);
 
         rad_residual_norm_declare(b, &layer->ffn_norm, &nc, &m->io, ffn_norm, 0);
-        RadMlpConfig mc = {.layer = l, .n_embd = E, .n_ff = F, .weight_enc = enc, .gelu = 0,
-                           .hf_prefix = rad_fmt(prefix, "model.layers.%d.mlp", l), .max_tok = T};
-        rad_mlp_declare(&layer->mlp, b, &mc, &m->io.mlp);
+        layer->sparse = layer_is_sparse(meta, hf, l);
+        if (layer->sparse) {
+            RadMoeConfig moe = moe_config(meta, hf, l, enc, T);
+            moe.hf_prefix = strcmp(hf, "MixtralForCausalLM") == 0
+                                ? rad_fmt(prefix, "model.layers.%d.block_sparse_moe", l)
+                                : rad_fmt(prefix, "model.layers.%d.mlp", l);
+            rad_moe_declare(&layer->moe, b, &moe, &m->moe_io);
+        } else {
+            RadMlpConfig mc = {.layer = l, .n_embd = E, .n_ff = F, .weight_enc = enc, .gelu = 0,
+                               .hf_prefix = rad_fmt(prefix, "model.layers.%d.mlp", l), .max_tok = T};
+            rad_mlp_declare(&layer->mlp, b, &mc, &m->io.mlp);
+        }
     }
 
     rad_weight out_norm = rad_weight_mapped(b, "output_norm.weight", "model.norm.weight", RAD_ENC_F32, 1, E, 0,
@@ -291,13 +373,15 @@ void rad_arch_step(void *instance, RadCtx *c, const RadBatch *batch)
         rad_residual_norm_step(c, &layer->attn_norm, n, &m->io);
         rad_attn_step(&layer->attn, c, batch, &m->io.attn);
         rad_residual_norm_step(c, &layer->ffn_norm, n, &m->io);
-        rad_mlp_step(&layer->mlp, c, batch, &m->io.mlp);
+        if (layer->sparse) rad_moe_step(&layer->moe, c, batch, &m->moe_io);
+        else rad_mlp_step(&layer->mlp, c, batch, &m->io.mlp);
     }
     rad_residual_norm_step(c, &m->out_norm, n, &m->io);
     rad_head_step_output(c, &m->head, batch, &m->io);
 }
 
-RAD_ARCH_PLUGIN(llama, "llama", RAD_QUANT, "1.0", "Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3")
+RAD_ARCH_PLUGIN(llama, "llama", RAD_QUANT, "1.0",
+                "Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE, OLMoE")
 
 /* ---------------------------------------------------------- chat format */
 

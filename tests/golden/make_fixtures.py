@@ -30,7 +30,9 @@ spread, and the folder tests/golden/fixtures/<case>/ receives:
 
 The seed of a case is retried (seed, seed+1, ...) until the smallest gap
 between the top-1 and top-2 logit is >= MIN_GAP at every teacher-forced
-position and at every greedy step, greedy generation yields 16 tokens
+position and at every greedy step, every mixture-of-experts router's k-th
+chosen expert beats the best expert left out by >= ROUTE_GAP in logit at
+every token of every layer (so no routing tie can flip a choice), greedy generation yields 16 tokens
 without hitting EOS, and those contain at least 8 distinct ids (random tiny
 models otherwise tend to repeat one token forever, which tests little), so
 that an f32 reimplementation can match every argmax.
@@ -52,10 +54,16 @@ from transformers import (
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    MixtralConfig,
+    MixtralForCausalLM,
+    OlmoeConfig,
+    OlmoeForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
+    Qwen3MoeConfig,
+    Qwen3MoeForCausalLM,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,6 +77,7 @@ MAX_DIR_BYTES = 2 * 1024 * 1024
 MAX_TRIES = 50
 
 MIN_DISTINCT_GREEDY = 8  # reject degenerate "same token forever" greedy runs
+ROUTE_GAP = 2e-3         # a chosen expert's least margin over the best one left out (logits)
 
 # Weight init (after HF's own init), std = gain / sqrt(fan_in):
 #   q/k/v/gate/up projections: IN_GAIN; o/down projections: OUT_GAIN, large
@@ -76,8 +85,12 @@ MIN_DISTINCT_GREEDY = 8  # reject degenerate "same token forever" greedy runs
 #   embedding models just repeat the last token under greedy decoding);
 #   embed_tokens and lm_head (tied or not): HEAD_GAIN / sqrt(hidden), which
 #   puts the logit standard deviation at about 2;
-#   biases ~ N(0, 0.1); every norm weight (q_norm/k_norm too) ~ 1 + N(0, 0.1).
+#   biases ~ N(0, 0.1); every norm weight (q_norm/k_norm too) ~ 1 + N(0, 0.1);
+#   MoE routers: ROUTER_GAIN / sqrt(hidden), which spreads the router logits
+#   (std about ROUTER_GAIN) so choices win by real margins; experts as the
+#   dense projections (their fan-in is the last dim of the stacked tensors).
 IN_GAIN = 1.5
+ROUTER_GAIN = 4.0
 OUT_GAIN = 2.0
 HEAD_GAIN = 2.0
 BIAS_STD = 0.1
@@ -246,6 +259,87 @@ CASES = {
             hidden_activation="gelu_pytorch_tanh",
         ),
     ),
+    # The mixture-of-experts cases are smaller (2 layers, vocabulary ~500,
+    # experts of 16) to keep each fixture under a megabyte.
+    # Qwen3-MoE: 8 experts, 2 per token, renormalised (norm_topk_prob);
+    # layer 1 is dense (mlp_only_layers), with the dense intermediate_size.
+    "qwen3moe": dict(
+        seed=8001,
+        cls=(Qwen3MoeConfig, Qwen3MoeForCausalLM),
+        config=dict(
+            COMMON,
+            num_hidden_layers=2,
+            head_dim=32,
+            vocab_size=512,
+            tie_word_embeddings=True,
+            rope_theta=1e6,
+            rms_norm_eps=1e-6,
+            num_experts=8,
+            num_experts_per_tok=2,
+            moe_intermediate_size=16,
+            norm_topk_prob=True,
+            decoder_sparse_step=1,
+            mlp_only_layers=[1],
+        ),
+    ),
+    # Qwen3-MoE without the renormalisation, 3 of 8 experts, and
+    # decoder_sparse_step 2: only layer 1 routes, layer 0 is dense.
+    "qwen3moe_sparse_step": dict(
+        seed=8101,
+        cls=(Qwen3MoeConfig, Qwen3MoeForCausalLM),
+        config=dict(
+            COMMON,
+            num_hidden_layers=2,
+            vocab_size=512,
+            tie_word_embeddings=False,
+            rope_theta=1e6,
+            rms_norm_eps=1e-6,
+            num_experts=8,
+            num_experts_per_tok=3,
+            moe_intermediate_size=16,
+            norm_topk_prob=False,
+            decoder_sparse_step=2,
+        ),
+    ),
+    # OLMoE: q/k RMSNorm over the whole projection, clip_qkv (tight enough
+    # that some q, k and v values are clipped), 8 experts, 2 per token, no
+    # renormalisation.
+    "olmoe": dict(
+        seed=8201,
+        cls=(OlmoeConfig, OlmoeForCausalLM),
+        config=dict(
+            COMMON,
+            num_hidden_layers=2,
+            intermediate_size=16,
+            vocab_size=512,
+            tie_word_embeddings=False,
+            rope_theta=10000.0,
+            rms_norm_eps=1e-5,
+            num_experts=8,
+            num_experts_per_tok=2,
+            clip_qkv=2.0,
+            pad_token_id=None,
+            eos_token_id=None,
+        ),
+    ),
+    # Mixtral: experts block_sparse_moe.experts.N.w1/w2/w3 on disk, always
+    # renormalised, with a sliding window shorter than the sequence.
+    "mixtral": dict(
+        seed=8301,
+        cls=(MixtralConfig, MixtralForCausalLM),
+        config=dict(
+            COMMON,
+            num_hidden_layers=2,
+            num_key_value_heads=1,
+            intermediate_size=16,
+            vocab_size=500,
+            tie_word_embeddings=False,
+            rope_theta=1e6,
+            sliding_window=24,
+            num_local_experts=8,
+            num_experts_per_tok=2,
+        ),
+    ),
 }
 
 
@@ -264,6 +358,12 @@ def reinit(model, config, norm_center=1.0, post_norm_center=None):
                 # Embedding rows feed an RMSNorm, lm_head (or the tied
                 # embedding) sets the logit scale: std = HEAD_GAIN/sqrt(hidden).
                 p.normal_(0.0, HEAD_GAIN / config.hidden_size ** 0.5)
+            elif name.endswith(".gate.weight"):   # a MoE router [n_expert, hidden]
+                p.normal_(0.0, ROUTER_GAIN / p.shape[1] ** 0.5)
+            elif name.endswith("experts.down_proj"):   # [n_expert, hidden, n_ff]
+                p.normal_(0.0, OUT_GAIN / p.shape[-1] ** 0.5)
+            elif name.endswith("experts.gate_up_proj"):   # [n_expert, 2 n_ff, hidden]
+                p.normal_(0.0, IN_GAIN / p.shape[-1] ** 0.5)
             elif name.endswith(("o_proj.weight", "down_proj.weight")):
                 p.normal_(0.0, OUT_GAIN / p.shape[1] ** 0.5)  # fan_in = in_features
             elif name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight",
@@ -289,8 +389,33 @@ def build(case, spec, seed):
     return model
 
 
+class RouteMargins:
+    """Records, over every forward pass, the least margin by which a MoE
+    router's k-th choice beat the best expert it left out."""
+
+    def __init__(self, model):
+        self.least = float("inf")
+        self.hooks = []
+        k = getattr(model.config, "num_experts_per_tok", 0)
+        for name, mod in model.named_modules():
+            if type(mod).__name__.endswith("TopKRouter"):
+                self.hooks.append(mod.register_forward_hook(self.hook(k)))
+
+    def hook(self, k):
+        def record(mod, args, out):
+            logits = out[0] if isinstance(out, tuple) else out
+            top = torch.topk(logits.float(), k + 1, dim=-1).values
+            self.least = min(self.least, (top[..., k - 1] - top[..., k]).min().item())
+        return record
+
+    def close(self):
+        for h in self.hooks:
+            h.remove()
+
+
 def try_seed(case, spec, seed):
     model = build(case, spec, seed)
+    routes = RouteMargins(model)
     vocab = model.config.vocab_size
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, vocab, (N_TOKENS,), generator=g)
@@ -314,8 +439,11 @@ def try_seed(case, spec, seed):
         glog = model(out[:, : PROMPT_LEN + N_NEW - 1]).logits[0, PROMPT_LEN - 1 :]
     ggap = top2_gaps(glog).min().item()
     greedy_consistent = bool((glog.argmax(-1) == new).all()) if len(new) == N_NEW else False
+    routes.close()
+    model.route_gap = routes.least if routes.hooks else None
     ok = (
-        gap >= MIN_GAP
+        (model.route_gap is None or model.route_gap >= ROUTE_GAP)
+        and gap >= MIN_GAP
         and ggap >= MIN_GAP
         and len(new) == N_NEW
         and greedy_consistent
@@ -332,7 +460,8 @@ def make(case, spec):
     for k in range(MAX_TRIES):
         seed = spec["seed"] + k
         ok, model, tokens, logits, new, gap, ggap = try_seed(case, spec, seed)
-        print(f"[{case}] seed {seed}: top2_min_gap={gap:.3g} greedy_gap={ggap:.3g} "
+        rg = "" if model.route_gap is None else f"route_gap={model.route_gap:.3g} "
+        print(f"[{case}] seed {seed}: top2_min_gap={gap:.3g} greedy_gap={ggap:.3g} {rg}"
               f"logit std={logits.std().item():.3f} n_new={len(new)} "
               f"distinct={len(set(new.tolist()))} -> {'ok' if ok else 'retry'}")
         if ok:
@@ -362,6 +491,7 @@ def make(case, spec):
         "top2_min_gap": gap,
         "logit_range": (logits.max() - logits.min()).item(),
         "greedy_top2_min_gap": ggap,
+        "route_min_gap": model.route_gap,
         "seed": seed,
         "transformers_version": transformers.__version__,
         "torch_version": torch.__version__,

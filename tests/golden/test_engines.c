@@ -36,9 +36,9 @@ static char fixtures[4096], workdir[4096];
 /* The fixture `name` converted to f32 once, as workdir/name.rad. */
 static const char *model(const char *name)
 {
-    static char paths[8][4300];
-    static const char *names[8];
-    for (int i = 0; i < 8; i++) {
+    static char paths[16][4300];
+    static const char *names[16];
+    for (int i = 0; i < 16; i++) {
         if (names[i] && strcmp(names[i], name) == 0) return paths[i];
         if (names[i]) continue;
         char dir[4200];
@@ -232,12 +232,13 @@ static void batched_equals_alone(const char *name, const char *kv)
 }
 
 /* Pins batch invariance end to end (docs/OPS.md): every family, with an f32
-** and the default f16 cache, sliding windows included, gives the same tokens
-** and the same logits bits batched as alone. */
+** and the default f16 cache, sliding windows and routed experts included,
+** gives the same tokens and the same logits bits batched as alone. */
 static void batched_sequences_equal_solo(void **state)
 {
     (void)state;
-    static const char *names[] = {"llama", "qwen2", "qwen3", "mistral_window", "gemma3"};
+    static const char *names[] = {"llama", "qwen2", "qwen3", "mistral_window", "gemma3",
+                                  "qwen3moe", "qwen3moe_sparse_step", "olmoe", "mixtral"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         batched_equals_alone(names[i], "f32");
         batched_equals_alone(names[i], "f16");

@@ -26,7 +26,8 @@
 
 #include "../../engine/include/radiance.h"
 
-static const char *cases[] = {"llama", "llama3_scaled", "qwen2", "qwen3", "qwen3_window", "qwen3_yarn", "mistral", "mistral_window", "gemma3"};
+static const char *cases[] = {"llama", "llama3_scaled", "qwen2", "qwen3", "qwen3_window", "qwen3_yarn", "mistral",
+                              "mistral_window", "gemma3", "qwen3moe", "qwen3moe_sparse_step", "olmoe", "mixtral"};
 #define N_CASES (sizeof cases / sizeof *cases)
 
 static char fixtures[4096], workdir[4096];
@@ -224,22 +225,37 @@ static void f32_greedy_matches_hf(void **state)
 ** tests/ops against gguf-py's decoder. */
 #define Q4_0_MAX_KL 2.5
 #define F16_KV_MAX_KL 1e-5
+/* The mixture-of-experts fixtures, measured 2026-12-02: bf16 1.9e-3
+** (olmoe), q8_0 4.5e-2 (qwen3moe), q4_0 1.1 (mixtral), f16 KV 4.4e-6
+** (mixtral).  Rounding moves the hidden state a router sees, and a token
+** whose k-th and (k+1)-th experts are close then takes another expert,
+** which changes its output by far more than the rounding itself (the
+** router weight stays f32 in every format); the bounds again leave about
+** 3x. */
+#define MOE_BF16_MAX_KL 6e-3
+#define MOE_Q8_0_MAX_KL 0.15
+#define MOE_F16_KV_MAX_KL 1.5e-5
+
+static int is_moe(const char *name)
+{
+    return strstr(name, "moe") != NULL || strcmp(name, "mixtral") == 0;
+}
 static void lossy_formats_within_pinned_kl(void **state)
 {
     (void)state;
-    static const struct { const char *quant; const char *kv_type; double max_kl; } formats[] = {
-        {"bf16", "f32", BF16_MAX_KL},
-        {"q8_0", "f32", Q8_0_MAX_KL},
-        {"q4_0", "f32", Q4_0_MAX_KL},
-        {"f32", "f16", F16_KV_MAX_KL},
+    static const struct { const char *quant; const char *kv_type; double max_kl, moe_max_kl; } formats[] = {
+        {"bf16", "f32", BF16_MAX_KL, MOE_BF16_MAX_KL},
+        {"q8_0", "f32", Q8_0_MAX_KL, MOE_Q8_0_MAX_KL},
+        {"q4_0", "f32", Q4_0_MAX_KL, Q4_0_MAX_KL},
+        {"f32", "f16", F16_KV_MAX_KL, MOE_F16_KV_MAX_KL},
     };
     for (size_t f = 0; f < sizeof formats / sizeof *formats; f++)
         for (size_t c = 0; c < N_CASES; c++) {
             Result r = evaluate(cases[c], formats[f].quant, formats[f].kv_type, NULL, NULL);
             print_message("%-14s %-4s kv %s: mean KL %.3g (bound %.3g), argmax mismatches %d\n", cases[c],
                           formats[f].quant, formats[f].kv_type, r.mean_kl,
-                          formats[f].max_kl, r.argmax_mismatch);
-            assert_true(r.mean_kl <= formats[f].max_kl);
+                          is_moe(cases[c]) ? formats[f].moe_max_kl : formats[f].max_kl, r.argmax_mismatch);
+            assert_true(r.mean_kl <= (is_moe(cases[c]) ? formats[f].moe_max_kl : formats[f].max_kl));
         }
 }
 

@@ -1,0 +1,187 @@
+/*
+** rad_block_moe.h: the routed mixture-of-experts block of a decoder layer,
+** in place of the dense MLP (rad_block_mlp.h).
+**
+** In PyTorch terms (Qwen3-MoE's, Mixtral's and OLMoE's sparse block):
+**     logits  = h @ W_router.T                        (n_tok, n_expert)
+**     w, ids  = topk(softmax(logits), k)               renormalised when the
+**                                                      family says so
+**     out[t]  = sum_j w[t, j] * expert[ids[t, j]](h[t])
+**     expert(x) = down(silu(gate(x)) * up(x))
+** As ops (docs/OPS.md, "Mixture of experts"): gemm_nt for the router,
+** router_topk, moe_gemm for gate and up (the k slots of a row share its
+** input), silu_mul over the n_tok * k slot rows, moe_gemm for down (one
+** input row per slot), moe_combine into the block's output.
+**
+** Each projection's experts are one stacked weight [n_expert, rows, cols]
+** with access CONDITIONAL: slice e is expert e, movement unit group + e.
+** The name map stacks the checkpoint's per-expert tensors (experts.N.*)
+** into it; a GGUF stores the stacks already (blk.N.ffn_*_exps.weight),
+** which are the names declared here.  The router stays f32 whatever the
+** plugin's format: it is small, and a quantized router would move choices.
+*/
+#ifndef RAD_BLOCK_MOE_H
+#define RAD_BLOCK_MOE_H
+
+#include <stdlib.h>
+
+#include "rad_block_util.h"
+#include "../../kernels/ops/rad_op_values.h"
+
+/* The first movement group of layer l's experts: expert e of the layer
+** moves as RAD_MOE_GROUP(l, n_expert) + e.  Above every dense layer's group
+** (the layer index), and one run of n_expert groups per layer. */
+#define RAD_MOE_GROUP(l, n_expert) ((int32_t)(1 << 20) + (int32_t)(l) * (int32_t)(n_expert))
+
+typedef struct RadMoeConfig {
+    int layer;
+    int n_embd;
+    int n_ff;                   /* each expert's intermediate size */
+    int n_expert, k;            /* experts, and how many each token uses */
+    int weight_enc;             /* of the expert stacks (< 0: as stored) */
+    int mode;                   /* RAD_ROUTER_* */
+    int renorm;                 /* RAD_ROUTER_RENORM_*: norm_topk_prob */
+    double scale;               /* routed scaling factor (1 for these families) */
+    const char *hf_prefix;      /* "model.layers.3.mlp" */
+    const char *hf_gate, *hf_up, *hf_down;  /* an expert's projections: "gate_proj" or Mixtral's "w1" */
+    int32_t group;              /* the layer's first movement group: expert e moves as group + e */
+    int max_tok;
+} RadMoeConfig;
+
+/* The buffers the block reads and writes, shared by every MoE layer. */
+typedef struct RadMoeBuffers {
+    rad_buf h;                  /* in [T, n_embd] */
+    rad_buf logits;             /* [T, n_expert] router logits */
+    rad_buf ids;                /* [T, k] i32 chosen experts */
+    rad_buf weights;            /* [T, k] their weights */
+    rad_buf gate, up, act;      /* [T * k, n_ff] per slot */
+    rad_buf y;                  /* [T * k, n_embd] per slot */
+    rad_buf out;                /* out [T, n_embd] */
+} RadMoeBuffers;
+
+typedef struct RadMoe {
+    RadMoeConfig cfg;
+    rad_weight router;          /* (n_expert, n_embd) f32 */
+    rad_weight w_gate, w_up;    /* (n_expert, n_ff, n_embd) stacked */
+    rad_weight w_down;          /* (n_expert, n_embd, n_ff) stacked */
+    rad_op op_router, op_route, op_gate, op_up, op_act, op_down, op_combine;
+} RadMoe;
+
+/* Declare the MoE buffers for max_tok rows (T), given the h and out the
+** decoder already has. */
+static inline void rad_moe_buffers_declare(RadBuilder *b, RadMoeBuffers *io, int T, int n_embd, int n_ff,
+                                           int n_expert, int k, rad_buf h, rad_buf out)
+{
+    RadBufferDecl ids = {RAD_SIZED(RadBufferDecl), .kind = RAD_BUF_TRANSIENT, .enc = RAD_ENC_I32, .rows = T,
+                         .cols = k};
+    io->h = h;
+    io->out = out;
+    io->logits = rad_activation(b, "moe_logits", T, n_expert);
+    io->ids = rad_decl_buffer(b, "moe_ids", &ids);
+    io->weights = rad_activation(b, "moe_weights", T, k);
+    io->gate = rad_activation(b, "moe_gate", (int64_t)T * k, n_ff);
+    io->up = rad_activation(b, "moe_up", (int64_t)T * k, n_ff);
+    io->act = rad_activation(b, "moe_act", (int64_t)T * k, n_ff);
+    io->y = rad_activation(b, "moe_y", (int64_t)T * k, n_embd);
+}
+
+/* One projection's stack, mapped from the checkpoint's per-expert tensors
+** "<prefix>.experts.<e>.<proj>.weight". */
+static inline rad_weight rad_moe_stack(RadBuilder *b, const RadMoeConfig *c, const char *name, const char *proj,
+                                       int64_t rows, int64_t cols)
+{
+    RadWeightDecl d = {
+        RAD_SIZED(RadWeightDecl), .enc = rad_enc_for_cols(c->weight_enc, cols), .rank = 3,
+        .shape = {c->n_expert, rows, cols}, .access = RAD_ACCESS_CONDITIONAL, .shard = RAD_SHARD_NONE,
+        .group = c->group, .n_slices = c->n_expert,
+    };
+    rad_weight w = rad_decl_weight(b, name, &d);
+    if (w < 0) return w;
+    char *names = malloc((size_t)c->n_expert * RAD_NAME_MAX);
+    const char **sources = malloc((size_t)c->n_expert * sizeof *sources);
+    if (names && sources) {
+        for (int e = 0; e < c->n_expert; e++)
+            sources[e] = rad_fmt(names + (size_t)e * RAD_NAME_MAX, "%s.experts.%d.%s.weight", c->hf_prefix, e, proj);
+        rad_decl_name_map(b, name, RAD_MAP_CONCAT, sources, c->n_expert);
+    } else {
+        rad_decl_fail(b, "out of memory naming the experts of '%s'", name);
+    }
+    free(names);
+    free(sources);
+    return w;
+}
+
+static inline rad_op rad_moe_gemm_op(RadBuilder *b, const RadMoeConfig *c, rad_weight w, int64_t n_out, int64_t n_in,
+                                     int per_slot, rad_buf in, rad_buf ids, rad_buf out)
+{
+    rad_op op = RAD_OP(b, "moe_gemm",
+                       RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("k", c->k), RAD_INT("N", n_out),
+                                  RAD_INT("K", n_in), RAD_INT("enc", rad_weight_encoding(b, w)),
+                                  RAD_INT("x_per_slot", per_slot)),
+                       RAD_WEIGHTS(w));
+    rad_op_reads(b, op, RAD_BUFS(in, ids));
+    rad_op_writes(b, op, RAD_BUFS(out));
+    return op;
+}
+
+static inline void rad_moe_declare(RadMoe *m, RadBuilder *b, const RadMoeConfig *c, const RadMoeBuffers *io)
+{
+    char name[RAD_NAME_MAX], hf[RAD_NAME_MAX];
+    const int l = c->layer;
+    m->cfg = *c;
+    if (c->n_expert <= 0 || c->k <= 0 || c->k > c->n_expert || c->n_ff <= 0) {
+        /* one message for every layer (the builder counts repeats) */
+        rad_decl_fail(b, "num_experts_per_tok = %d with %d experts of size %d: it must be 1..%d", c->k, c->n_expert,
+                      c->n_ff, c->n_expert);
+        m->router = m->w_gate = m->w_up = m->w_down = -1;
+        return;
+    }
+    m->router = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_gate_inp.weight", l),
+                                  rad_fmt(hf, "%s.gate.weight", c->hf_prefix),
+                                  c->weight_enc < 0 ? c->weight_enc : RAD_ENC_F32, 2, c->n_expert, c->n_embd,
+                                  RAD_ACCESS_PER_TOKEN, l, 0);
+    m->w_gate = rad_moe_stack(b, c, rad_fmt(name, "blk.%d.ffn_gate_exps.weight", l), c->hf_gate, c->n_ff, c->n_embd);
+    m->w_up = rad_moe_stack(b, c, rad_fmt(name, "blk.%d.ffn_up_exps.weight", l), c->hf_up, c->n_ff, c->n_embd);
+    m->w_down = rad_moe_stack(b, c, rad_fmt(name, "blk.%d.ffn_down_exps.weight", l), c->hf_down, c->n_embd, c->n_ff);
+
+    m->op_router = RAD_OP(b, "gemm_nt",
+                          RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("N", c->n_expert), RAD_INT("K", c->n_embd),
+                                     RAD_INT("enc", rad_weight_encoding(b, m->router))),
+                          RAD_WEIGHTS(m->router));
+    rad_op_reads(b, m->op_router, RAD_BUFS(io->h));
+    rad_op_writes(b, m->op_router, RAD_BUFS(io->logits));
+    m->op_route = RAD_OP(b, "router_topk",
+                         RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("n_expert", c->n_expert), RAD_INT("k", c->k),
+                                    RAD_INT("mode", c->mode), RAD_INT("renorm", c->renorm),
+                                    RAD_FLOAT("scale", c->scale > 0 ? c->scale : 1.0), RAD_INT("n_group", 0),
+                                    RAD_INT("topk_group", 0)),
+                         RAD_NO_WEIGHTS);
+    rad_op_reads(b, m->op_route, RAD_BUFS(io->logits));
+    rad_op_writes(b, m->op_route, RAD_BUFS(io->ids, io->weights));
+    m->op_gate = rad_moe_gemm_op(b, c, m->w_gate, c->n_ff, c->n_embd, RAD_MOE_X_PER_ROW, io->h, io->ids, io->gate);
+    m->op_up = rad_moe_gemm_op(b, c, m->w_up, c->n_ff, c->n_embd, RAD_MOE_X_PER_ROW, io->h, io->ids, io->up);
+    m->op_act = RAD_OP(b, "silu_mul", RAD_PARAMS(RAD_RANGE("M", 1, (int64_t)c->max_tok * c->k), RAD_INT("N", c->n_ff)),
+                       RAD_NO_WEIGHTS);
+    rad_op_reads(b, m->op_act, RAD_BUFS(io->gate, io->up));
+    rad_op_writes(b, m->op_act, RAD_BUFS(io->act));
+    m->op_down = rad_moe_gemm_op(b, c, m->w_down, c->n_embd, c->n_ff, RAD_MOE_X_PER_SLOT, io->act, io->ids, io->y);
+    m->op_combine = RAD_OP(b, "moe_combine",
+                           RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("k", c->k), RAD_INT("N", c->n_embd)),
+                           RAD_NO_WEIGHTS);
+    rad_op_reads(b, m->op_combine, RAD_BUFS(io->y, io->weights));
+    rad_op_writes(b, m->op_combine, RAD_BUFS(io->out));
+}
+
+static inline void rad_moe_step(const RadMoe *m, RadCtx *c, const RadBatch *batch, const RadMoeBuffers *io)
+{
+    const int64_t n = batch->n_tok;
+    RAD_ISSUE(c, m->op_router, n, RAD_B(io->h), RAD_W(m->router), RAD_NONE, RAD_B(io->logits));
+    RAD_ISSUE(c, m->op_route, n, RAD_B(io->logits), RAD_NONE, RAD_B(io->ids), RAD_B(io->weights));
+    RAD_ISSUE(c, m->op_gate, n, RAD_B(io->h), RAD_B(io->ids), RAD_W(m->w_gate), RAD_NONE, RAD_B(io->gate));
+    RAD_ISSUE(c, m->op_up, n, RAD_B(io->h), RAD_B(io->ids), RAD_W(m->w_up), RAD_NONE, RAD_B(io->up));
+    RAD_ISSUE(c, m->op_act, n * m->cfg.k, RAD_B(io->gate), RAD_B(io->up), RAD_B(io->act));
+    RAD_ISSUE(c, m->op_down, n, RAD_B(io->act), RAD_B(io->ids), RAD_W(m->w_down), RAD_NONE, RAD_B(io->y));
+    RAD_ISSUE(c, m->op_combine, n, RAD_B(io->y), RAD_B(io->weights), RAD_B(io->out));
+}
+
+#endif /* RAD_BLOCK_MOE_H */
