@@ -12,7 +12,8 @@
 **   - the canonical sizes: whole numbers, above zero where the model needs
 **     them, at most RAD_LIMIT_META_INT; n_head a multiple of n_head_kv;
 **   - the layer count: at most RAD_LIMIT_LAYERS, and exactly the layers the
-**     file holds tensors for (a container's tensor groups are its layers),
+**     file holds tensors for (a container's tensor groups are its layers;
+**     the experts' units, from RAD_GROUP_EXPERTS up, are not counted),
 **     so 100,000 declared layers over a file of two are refused at once and
 **     tensors of layers past the count are never silently dropped;
 **   - RMSNorm's epsilon (finite, above zero, at most RAD_LIMIT_RMS_EPS_MAX),
@@ -143,7 +144,8 @@ int rad_meta_check_layers(const RadModelMeta *m, const RadContainer *c, const ch
     int found = 0;      /* layers the file holds tensors for: its groups */
     const char *last = NULL;
     for (int i = 0; i < c->n_tensors; i++)
-        if (c->tensors[i].group != RAD_GROUP_NONE && c->tensors[i].group + 1 > found) {
+        if (c->tensors[i].group != RAD_GROUP_NONE && c->tensors[i].group < RAD_GROUP_EXPERTS &&
+            c->tensors[i].group + 1 > found) {
             found = c->tensors[i].group + 1;
             last = c->tensors[i].name;
         }

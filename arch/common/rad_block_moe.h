@@ -29,9 +29,10 @@
 #include "../../kernels/ops/rad_op_values.h"
 
 /* The first movement group of layer l's experts: expert e of the layer
-** moves as RAD_MOE_GROUP(l, n_expert) + e.  Above every dense layer's group
-** (the layer index), and one run of n_expert groups per layer. */
-#define RAD_MOE_GROUP(l, n_expert) ((int32_t)(1 << 20) + (int32_t)(l) * (int32_t)(n_expert))
+** moves as RAD_MOE_GROUP(l, n_expert) + e: from RAD_GROUP_EXPERTS up, above
+** every layer's group (the layer index), one run of n_expert groups per
+** layer. */
+#define RAD_MOE_GROUP(l, n_expert) ((int32_t)RAD_GROUP_EXPERTS + (int32_t)(l) * (int32_t)(n_expert))
 
 typedef struct RadMoeConfig {
     int layer;

@@ -111,6 +111,11 @@ typedef struct RadWeightDecl {
                                 ** [n_expert, rows, cols]); slice e moves as unit group + e */
 } RadWeightDecl;
 
+/* Movement groups from here up are routed experts' units (a stack's slice e
+** is group + e); below it a group is a layer (or -1, none), as a container
+** counts its layers by them. */
+#define RAD_GROUP_EXPERTS (1 << 20)
+
 rad_weight rad_decl_weight(RadBuilder *b, const char *name, const RadWeightDecl *d);
 
 /* The encoding the container holds (or the converter will write) for w. */
