@@ -5,7 +5,9 @@
 */
 #include "../app.h"
 #include "../cli.h"
+#include "../models/model_open.h"
 #include "../models/model_store.h"
+#include "../../formats/gguf_container.h"
 #include "../../engine/text/rad_text.h"
 
 #include <errno.h>
@@ -112,6 +114,23 @@ static int decode_ids(const RadText *t, const char *text)
     return RAD_OK;
 }
 
+/* A model's tokenizer as run opens it: a GGUF's prepared tokenizer comes
+** from the tokenizer cache (Gemma 3's 262k entries take about a second to
+** build); a tokenizer.json is read as it is. */
+static int open_text(const char *path, RadText **out)
+{
+    int kind = rad_model_file_kind(path);
+    if (kind < 0) return kind;
+    if (kind == RAD_FILE_OTHER) return rad_text_open_path(path, out);
+    char *cache = rad_tokenizer_cache_dir();
+    RadContainer *c = NULL;
+    int rc = rad_container_open_model(path, cache, &c);
+    free(cache);
+    if (!rc) rc = rad_text_from_container(c, out);
+    rad_container_close(c);
+    return rc;
+}
+
 int rad_cmd_tokenize(int argc, char **argv)
 {
     enum { TOKENIZER = 256, JSON, NOSPECIAL, DECODE };
@@ -145,7 +164,7 @@ int rad_cmd_tokenize(int argc, char **argv)
         RadResolveOptions o = {.quiet = 1};
         rc = rad_model_resolve(model, &o, &resolved);
     }
-    if (!rc) rc = rad_text_open_path(resolved ? resolved : model, &t);
+    if (!rc) rc = open_text(resolved ? resolved : model, &t);
     free(resolved);
     if (rc) return rad_app_fail(rc);
     if (decode) {

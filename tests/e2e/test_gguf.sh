@@ -196,6 +196,12 @@ import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0xFF;
     rm -f "$TOKC"
 fi
 
+rm -rf "$TOKC"
+$R tokenize -m "$GEM" "$PROMPT" >"$WORK/out" 2>"$WORK/err" && [ "$(ls "$TOKC" 2>/dev/null | wc -l)" = 1 ] \
+    && [ "$(cat "$WORK/out")" = "$($R tokenize -m "$GEM" "$PROMPT")" ] && [ "$(answer "$GEM")" = "$REF" ] \
+    && [ "$(ls "$TOKC" | wc -l)" = 1 ] \
+    && ok "tokenize -m of a GGUF fills and reads the tokenizer cache run uses" || not_ok "tokenize cache: $(ls -la "$TOKC" 2>&1) $(cat "$WORK/err")"
+
 # ------------------------------------------------------ loading, on a terminal
 python3 - "$R" "$GEM" "$WORK/tty.out" <<'PY' && ok "on a terminal, a loading line is drawn and erased" || not_ok "tty: $(od -c "$WORK/tty.out" | head -20)"
 import os, pty, subprocess, sys
