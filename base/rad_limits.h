@@ -82,4 +82,40 @@
 ** generation_config.json): the largest tokenizer.json published is ~35 MB. */
 #define RAD_LIMIT_SIDE_FILE_BYTES (256u << 20)
 
+/* ------------------------------------------------------------- tokenizer */
+
+/* The pre-tokenizer's regular expressions come from tokenizer.json or the
+** .rad tokenizer blob and run over every text a user types or pastes.
+** PCRE2 backtracks: a hostile pattern can make one match exponential, and
+** one merely slow at every position is quadratic over a long text.  The
+** enforcement is in engine/text/text_norm.c. */
+
+/* Bytes of one regex pattern (the longest real one, gpt-oss's, is 274). */
+#define RAD_LIMIT_REGEX_PATTERN_BYTES 4096
+
+/* PCRE2 match limit: steps of its matching loop at one start position
+** (pcre2_set_match_limit; JIT counts in its own way).  PCRE2's default;
+** real patterns on megabyte runs of one character stay far below it. */
+#define RAD_LIMIT_REGEX_MATCH 10000000u
+
+/* PCRE2 depth limit: nested backtracking points of one match
+** (pcre2_set_depth_limit; the interpreter only). */
+#define RAD_LIMIT_REGEX_DEPTH 10000000u
+
+/* PCRE2 heap limit, in KiB: the interpreter's backtracking frames
+** (pcre2_set_heap_limit; JIT uses its stack).  PCRE2's default is 20 GB. */
+#define RAD_LIMIT_REGEX_HEAP_KIB (256u * 1024u)
+
+/* Start positions one PCRE2 call may try at most (pcre2_set_offset_limit)
+** before control comes back and the budget below is checked: a search runs
+** in windows that start at 64 positions and double while they find nothing. */
+#define RAD_LIMIT_REGEX_WINDOW 4096
+
+/* The CPU time one encode may spend (the calling thread's): a base plus a
+** share per byte of text, over ten times what the slowest real case needs
+** (a long run of one character, under 400 ns a byte at -O2), so only a
+** pathological pattern meets it. */
+#define RAD_LIMIT_ENCODE_BASE_MS     1000u
+#define RAD_LIMIT_ENCODE_NS_PER_BYTE 5000u
+
 #endif /* RAD_LIMITS_H */
