@@ -183,7 +183,7 @@ FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c formats/gguf.c formats/file_access.c form
 FUZZ_ST_SRC   = tests/fuzz/fuzz_safetensors.c formats/safetensors.c base/error.c base/encoding.c
 $(FUZZ_DIR)/fuzz_gguf: $(FUZZ_GGUF_SRC) tests/fuzz/fuzz_common.h $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_GGUF_SRC) -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_GGUF_SRC) -lutf8proc -lm
 $(FUZZ_DIR)/fuzz_safetensors: $(FUZZ_ST_SRC) tests/fuzz/fuzz_common.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_ST_SRC) -ljansson

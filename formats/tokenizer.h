@@ -94,6 +94,8 @@ typedef struct RadTokenizer {
     int32_t *merge_ids;             /* [n_merges * 3] ids of each merge's left, right and merged token */
     void *pool;                     /* when set, token[i], merge_left[i] and merge_right[i] point into
                                     ** this one block: free releases it, not each string */
+    char *source;                   /* the file it came from, for messages (owned; NULL: unknown);
+                                    ** set by each producer, not stored */
 } RadTokenizer;
 
 /* Import from tokenizer.json text (and tokenizer_config.json text, or NULL).
@@ -109,5 +111,16 @@ int rad_tokenizer_serialize(const RadTokenizer *t, void **data, size_t *len);
 int rad_tokenizer_load(const void *data, size_t len, const char *name, RadTokenizer **out);
 
 void rad_tokenizer_free(RadTokenizer *t);
+
+/* Check that every string of `t` the pipeline uses as text is valid UTF-8:
+** the normalizer and pre-tokenizer patterns and arguments, the added tokens'
+** contents and the chat template.  These reach PCRE2 (which matches without
+** checking, for speed), are inserted into or cut out of the text, or are
+** rendered into prompts, and one ill-formed byte there would make valid text
+** invalid.  Vocabulary entries are not checked: a byte-level vocabulary may
+** hold raw bytes, and they are only compared and decoded, never matched.
+** RAD_E_FORMAT with "NAME: FIELD is not valid UTF-8 ..." naming the first
+** bad string.  Every producer calls it; so does rad_text_create. */
+int rad_tokenizer_check_text(const RadTokenizer *t, const char *name);
 
 #endif /* RAD_TOKENIZER_H */

@@ -667,6 +667,10 @@ int rad_tokenizer_from_gguf(const RadGguf *g, RadTokenizer **out)
     int rc = import(&im);
     free(im.len);
     free(im.slot);
+    /* GGUF strings are meant to be UTF-8; those used as text must be (tokenizer.h). */
+    const char *name = im.path ? im.path : "GGUF";
+    if (!rc) rc = rad_tokenizer_check_text(im.t, name);
+    if (!rc && !(im.t->source = strdup(name))) rc = rad_error_set(RAD_E_NOMEM, "%s: out of memory", name);
     if (rc) {
         rad_tokenizer_free(im.t);
         return rc;

@@ -741,6 +741,12 @@ int rad_tokenizer_from_json(const char *json, size_t len, const char *config_jso
     t->model = bytelevel_pre ? RAD_TOK_BPE_BYTELEVEL : RAD_TOK_BPE_SPM;
 
     if (config_json && (rc = read_config(&im, config_json, config_len))) goto fail;
+    /* jansson reads only UTF-8, but the rule is every producer's (tokenizer.h). */
+    if ((rc = rad_tokenizer_check_text(t, im.name))) goto fail;
+    if (!(t->source = strdup(im.name))) {
+        rc = RAD_E_NOMEM;
+        goto fail;
+    }
     json_decref(empty);
     json_decref(root);
     *out = t;

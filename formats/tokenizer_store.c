@@ -12,8 +12,10 @@
 ** The blob comes from a file, so load treats it as hostile: every count is
 ** bounded, every section must lie inside the buffer (sizes computed in 64
 ** bits), every string must end with its NUL inside the pool, every id must
-** name a token, and the sections must tile the blob exactly.  A blob that
-** fails any check is refused with a one-line message; none is read past.
+** name a token, the sections must tile the blob exactly, and the strings
+** used as text (patterns, arguments, added tokens, the chat template) must
+** be UTF-8.  A blob that fails any check is refused with a one-line message
+** naming the field; none is read past.
 **
 ** Layout (all integers little-endian; docs/TOKENIZER.md has the table):
 **
@@ -482,6 +484,11 @@ int rad_tokenizer_load(const void *data, size_t len, const char *name, RadTokeni
             rc = bad(&b, "a special id lies outside the vocabulary");
             goto fail;
         }
+    /* The strings the pipeline uses as text must be UTF-8 (tokenizer.h). */
+    char field_name[512];
+    snprintf(field_name, sizeof field_name, "%.400s: tokenizer.bin", b.name);
+    if ((rc = rad_tokenizer_check_text(t, field_name))) goto fail;
+    if (!(t->source = strdup(b.name))) goto nomem;
     *out = t;
     return RAD_OK;
 

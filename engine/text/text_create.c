@@ -386,14 +386,15 @@ static const char gpt2_pattern[] =
 static int build_regexes(RadText *t)
 {
     const RadTokenizer *d = t->d;
-    char what[64];
+    char what[512];
+    const char *src = d->source ? d->source : "tokenizer";
     int jit_all = 1, jit;
     t->re = calloc((size_t)d->n_pre + 1, sizeof *t->re);
     if (!t->re) return RAD_E_NOMEM;
     for (int i = 0; i < d->n_pre; i++) {
         const RadTokStep *st = &d->pre[i];
         if (st->kind == RAD_TOK_PRE_SPLIT_REGEX) {
-            snprintf(what, sizeof what, "pre_tokenizer step %d (Split)", i);
+            snprintf(what, sizeof what, "%.400s: pre_tokenizer step %d (Split)", src, i);
             if (!st->pattern || !(t->re[i] = text_regex_compile(st->pattern, what, &jit)))
                 return RAD_E_UNSUPPORTED;
             jit_all &= jit;
@@ -402,7 +403,8 @@ static int build_regexes(RadText *t)
                 return rad_error_set(RAD_E_FORMAT, "tokenizer: Split step %d has no pattern", i);
         } else if (st->kind == RAD_TOK_PRE_BYTELEVEL) {
             if (st->use_regex && !t->gpt2) {
-                if (!(t->gpt2 = text_regex_compile(gpt2_pattern, "ByteLevel pre_tokenizer", &jit)))
+                snprintf(what, sizeof what, "%.400s: ByteLevel pre_tokenizer", src);
+                if (!(t->gpt2 = text_regex_compile(gpt2_pattern, what, &jit)))
                     return RAD_E_UNSUPPORTED;
                 jit_all &= jit;
             }
@@ -428,6 +430,10 @@ static int check_data(const RadTokenizer *d)
     if (d->decoder != RAD_TOK_DECODE_BYTELEVEL && d->decoder != RAD_TOK_DECODE_SPM)
         return rad_error_set(RAD_E_UNSUPPORTED, "tokenizer: decoder kind %d is not supported", d->decoder);
     if (d->n_vocab <= 0 || !d->token) return rad_error_set(RAD_E_FORMAT, "tokenizer: empty vocabulary");
+    /* Whoever built the data checked its text already (with the file's
+    ** name); this is the last word before a regex or the pipeline sees it. */
+    int rc = rad_tokenizer_check_text(d, d->source ? d->source : "tokenizer");
+    if (rc) return rc;
     /* The store's limits; they also keep every table size within 32 bits. */
     if (d->n_vocab > (1 << 24) || d->n_merges < 0 || d->n_merges > (1 << 26) || d->n_norm < 0 ||
         d->n_pre < 0 || d->n_added < 0 || d->n_added > (1 << 20))
