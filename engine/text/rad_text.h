@@ -12,6 +12,10 @@
 ** decode(errors="replace") does (a stray byte is one U+FFFD; a multi-byte
 ** character cut short is one U+FFFD for its bytes), so encode never reads past
 ** the buffer and always succeeds on any bytes; NUL bytes are ordinary characters.
+** The one exception is the tokenizer's own fault: a pre-tokenizer regex that
+** meets a limit of base/rad_limits.h on some text (backtracking without
+** bound, or slow enough to spend the encode's CPU budget) makes encode fail
+** with RAD_E_UNSUPPORTED and a message naming the limit and the file.
 */
 #ifndef RAD_TEXT_H
 #define RAD_TEXT_H
@@ -36,7 +40,8 @@ enum {
                                     ** without it they are plain text (for untrusted input) */
 };
 
-/* Encode len bytes of text.  *ids is malloc'd (caller frees); *n may be 0. */
+/* Encode len bytes of text.  *ids is malloc'd (caller frees); *n may be 0.
+** RAD_E_UNSUPPORTED when the tokenizer's regex meets a limit (above). */
 int rad_text_encode(const RadText *t, const char *text, size_t len, int flags, int32_t **ids, int *n);
 
 /* A byte range of a text. */

@@ -12,7 +12,9 @@
 **      adds "▁" to every piece between added tokens), then added tokens
 **      with `normalized` true are cut out of the normalized piece.
 **   4. What is left goes through the pre-tokenizer, and each pre-token
-**      through the BPE model (text_bpe.c).
+**      through the BPE model (text_bpe.c).  The pre-tokenizer's regexes run
+**      under the limits of base/rad_limits.h, including a CPU-time budget
+**      for the whole call, started here (text_norm.c checks it).
 **   5. With RAD_ENCODE_ADD_SPECIAL the post-processor's BOS/EOS go around it
 **      all, also around an empty text.
 **
@@ -58,8 +60,7 @@ void text_scratch_free(TextScratch *s)
 {
     if (!s) return;
     text_bpe_free(s->bpe);
-    pcre2_match_data_free(s->match.md);
-    free(s->match.prefixed.p);
+    text_match_free(&s->match);
     free(s->norm.p);
     free(s);
 }
@@ -72,8 +73,7 @@ static TextScratch *scratch_take(const RadText *t)
     s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->bpe = text_bpe_new();
-    s->match.md = pcre2_match_data_create(1, NULL);
-    if (!s->bpe || !s->match.md) {
+    if (!s->bpe || text_match_init(&s->match) != RAD_OK) {
         text_scratch_free(s);
         return NULL;
     }
@@ -242,6 +242,7 @@ static int encode(const RadText *t, const char *text, size_t len, int flags, con
         e.bpe = sc->bpe;
         e.match = &sc->match;
         e.norm = &sc->norm;
+        text_match_start(e.match, clean_n);
     } else {
         rc = RAD_E_NOMEM;
     }

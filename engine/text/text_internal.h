@@ -164,11 +164,24 @@ int text_normalize(const RadText *t, const char *s, size_t n, TextBuf *out);
 
 /* Called with each pre-token the pre-tokenizer produces, in order. */
 typedef int (*TextPieceFn)(void *ctx, const char *s, size_t n);
-/* Regex matching state one encode call owns. */
+/* Regex matching state one encode call owns.  The match context carries
+** the PCRE2 limits of base/rad_limits.h and the offset limit of each call's
+** window; between calls the encode's CPU-time budget is checked (text_norm.c). */
 typedef struct TextMatch {
     pcre2_match_data *md;
-    TextBuf prefixed; /* ByteLevel add_prefix_space copies */
+    pcre2_match_context *mc;
+    TextBuf prefixed;      /* ByteLevel add_prefix_space copies */
+    uint64_t cpu_deadline; /* this thread's CPU time past which the encode stops; 0: none */
+    uint64_t wall_next;    /* monotonic time before which that cannot have come */
+    uint64_t budget_ns;    /* the budget, for the message */
+    size_t text_bytes;     /* the length of the text being encoded, for the message */
+    unsigned tried;        /* PCRE2 calls since the clocks were last read */
 } TextMatch;
+/* Set up m->md and m->mc (once per scratch); RAD_E_NOMEM. */
+int text_match_init(TextMatch *m);
+void text_match_free(TextMatch *m);
+/* Start the budget of an encode of `bytes` bytes of text. */
+void text_match_start(TextMatch *m, size_t bytes);
 /* Split s[0..n) by the pre-tokenizer steps and call fn on each piece. */
 int text_pre_tokenize(const RadText *t, TextMatch *m, const char *s, size_t n, TextPieceFn fn, void *ctx);
 

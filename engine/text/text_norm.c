@@ -18,10 +18,26 @@
 ** one: PCRE2's \s also matches U+180E, which Unicode (and Oniguruma) stopped
 ** counting as white space.  We rewrite \s and \S to the White_Space set
 ** before compiling so the two engines cut identically.
+**
+** Patterns come from files, so they are not trusted.  Compiling checks they
+** are UTF-8 and refuses \C, which could end a match inside a character.
+** Subjects are not checked at each match (PCRE2 would scan the whole
+** subject every call): they are valid by construction, since encode
+** replaces ill-formed input with U+FFFD and every string the pipeline
+** inserts (normalizer arguments, added tokens, Split strings) was checked
+** as UTF-8 when the tokenizer was loaded, and matches end on character
+** boundaries.  Matching is bounded (base/rad_limits.h, docs/LIMITS.md):
+** PCRE2's match, depth and heap limits bound the work at one start
+** position; an offset limit keeps each PCRE2 call to a window of start
+** positions, and between calls the encode's CPU-time budget is checked,
+** which bounds a pattern that is slow at every position of a long text.
 */
 #include "text_internal.h"
 
+#include "rad_limits.h"
+
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -175,6 +191,14 @@ static char *rewrite_spaces(const char *pattern)
 
 pcre2_code *text_regex_compile(const char *pattern, const char *what, int *jit)
 {
+    size_t len = strlen(pattern);
+    if (len > RAD_LIMIT_REGEX_PATTERN_BYTES) {
+        rad_error_set(RAD_E_UNSUPPORTED,
+                      "%s: the regex is %zu bytes, past RAD_LIMIT_REGEX_PATTERN_BYTES (%d): the file is "
+                      "damaged or hostile (docs/LIMITS.md)",
+                      what, len, RAD_LIMIT_REGEX_PATTERN_BYTES);
+        return NULL;
+    }
     char *rewritten = rewrite_spaces(pattern);
     if (!rewritten) {
         rad_error_set(RAD_E_NOMEM, "out of memory compiling %s", what);
@@ -182,8 +206,11 @@ pcre2_code *text_regex_compile(const char *pattern, const char *what, int *jit)
     }
     int err;
     PCRE2_SIZE at;
+    /* No PCRE2_NO_UTF_CHECK: the pattern is a file's (see the file comment).
+    ** PCRE2_USE_OFFSET_LIMIT: the search runs in windows (regex_find). */
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)rewritten, PCRE2_ZERO_TERMINATED,
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &at, NULL);
+                                   PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C | PCRE2_USE_OFFSET_LIMIT,
+                                   &err, &at, NULL);
     free(rewritten);
     if (!re) {
         PCRE2_UCHAR msg[256];
@@ -194,6 +221,178 @@ pcre2_code *text_regex_compile(const char *pattern, const char *what, int *jit)
     /* JIT is a speed-up only; without it pcre2_match interprets. */
     *jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;
     return re;
+}
+
+/* ------------------------------------------------------------ bounds */
+
+/* Monotonic and this thread's CPU clocks, in nanoseconds (0 when the clock
+** cannot be read: the budget is then not enforced rather than always met). */
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The clocks are looked at every this many PCRE2 calls (a call of a real
+** pattern takes tens of nanoseconds; reading the monotonic clock, about
+** twenty), and after every call that searched a whole window. */
+#define CLOCK_EVERY 16
+/* The first window of a search, in start positions; each window that finds
+** nothing doubles the next, up to RAD_LIMIT_REGEX_WINDOW.  Small first, so
+** a pattern that is slow at every position is caught early; growing, so a
+** pattern whose next match is far away is not searched for again and again
+** (PCRE2's start-of-match scan runs past the window to the next candidate). */
+#define WINDOW_FIRST 64
+
+/* RAD_E_UNSUPPORTED once this encode has spent its CPU-time budget.  The
+** budget is CPU time, so a loaded machine or a stopped process does not
+** refuse a text; but reading that clock is a system call, so the cheap
+** monotonic clock is read first: CPU time cannot pass the deadline before
+** as much wall time has passed. */
+static int check_budget(TextMatch *m)
+{
+    if (++m->tried < CLOCK_EVERY || !m->cpu_deadline) return RAD_OK;
+    m->tried = 0;
+    uint64_t wall = clock_ns(CLOCK_MONOTONIC);
+    if (wall < m->wall_next) return RAD_OK;
+    uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    if (cpu > m->cpu_deadline) return RAD_E_UNSUPPORTED;
+    m->wall_next = wall + (m->cpu_deadline - cpu);
+    return RAD_OK;
+}
+
+int text_match_init(TextMatch *m)
+{
+    m->md = pcre2_match_data_create(1, NULL);
+    m->mc = pcre2_match_context_create(NULL);
+    if (!m->md || !m->mc) return RAD_E_NOMEM;
+    pcre2_set_match_limit(m->mc, RAD_LIMIT_REGEX_MATCH);
+    pcre2_set_depth_limit(m->mc, RAD_LIMIT_REGEX_DEPTH);
+    pcre2_set_heap_limit(m->mc, RAD_LIMIT_REGEX_HEAP_KIB);
+    return RAD_OK;
+}
+
+void text_match_free(TextMatch *m)
+{
+    pcre2_match_data_free(m->md);
+    pcre2_match_context_free(m->mc);
+    free(m->prefixed.p);
+}
+
+void text_match_start(TextMatch *m, size_t bytes)
+{
+    uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    m->budget_ns = (uint64_t)RAD_LIMIT_ENCODE_BASE_MS * 1000000u + (uint64_t)bytes * RAD_LIMIT_ENCODE_NS_PER_BYTE;
+    m->cpu_deadline = cpu ? cpu + m->budget_ns : 0;
+    m->wall_next = clock_ns(CLOCK_MONOTONIC) + m->budget_ns;
+    m->text_bytes = bytes;
+    m->tried = 0;
+}
+
+static const char *source_of(const RadText *t)
+{
+    return t->d->source ? t->d->source : "tokenizer";
+}
+
+static int over_budget(const RadText *t, const TextMatch *m)
+{
+    return rad_error_set(RAD_E_UNSUPPORTED,
+                         "%s: encoding %zu bytes of text went past RAD_LIMIT_ENCODE_BASE_MS + "
+                         "RAD_LIMIT_ENCODE_NS_PER_BYTE (%u ms + %u ns a byte = %.1f s of CPU time): the "
+                         "tokenizer's pre_tokenizer regex is too slow for this text (docs/LIMITS.md)",
+                         source_of(t), m->text_bytes, RAD_LIMIT_ENCODE_BASE_MS, RAD_LIMIT_ENCODE_NS_PER_BYTE,
+                         (double)m->budget_ns / 1e9);
+}
+
+/* The message for a failed match of pre_tokenizer step `step`. */
+static int match_failed(const RadText *t, int step, int r)
+{
+    const char *src = source_of(t), *name = NULL, *unit = "";
+    unsigned long value = 0;
+    switch (r) {
+    case PCRE2_ERROR_MATCHLIMIT:
+        name = "RAD_LIMIT_REGEX_MATCH", value = RAD_LIMIT_REGEX_MATCH, unit = " steps at one position";
+        break;
+    case PCRE2_ERROR_DEPTHLIMIT:
+        name = "RAD_LIMIT_REGEX_DEPTH", value = RAD_LIMIT_REGEX_DEPTH, unit = " nested backtracking points";
+        break;
+    case PCRE2_ERROR_HEAPLIMIT:
+        name = "RAD_LIMIT_REGEX_HEAP_KIB", value = RAD_LIMIT_REGEX_HEAP_KIB, unit = " KiB";
+        break;
+    case PCRE2_ERROR_NOMEMORY:
+        return rad_error_set(RAD_E_NOMEM, "%s: out of memory matching the pre_tokenizer regex of step %d", src,
+                             step);
+    }
+    if (name)
+        return rad_error_set(RAD_E_UNSUPPORTED,
+                             "%s: the pre_tokenizer regex of step %d went past %s (%lu%s) on this text: the "
+                             "pattern backtracks without bound, so the tokenizer cannot encode it "
+                             "(docs/LIMITS.md)",
+                             src, step, name, value, unit);
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(r, msg, sizeof msg);
+    return rad_error_set(RAD_E_UNSUPPORTED, "%s: the pre_tokenizer regex of step %d failed: %s", src, step,
+                         (const char *)msg);
+}
+
+/* The next character boundary at or after `at`. */
+static size_t char_start(const char *s, size_t n, size_t at)
+{
+    while (at < n && ((unsigned char)s[at] & 0xC0) == 0x80) at++;
+    return at;
+}
+
+/* The leftmost non-empty match of `re` starting in s[from..n): 1 and *ms,
+** *me; 0 when none; -1 with *rc set when a limit was met.  The search runs
+** one window of start positions per PCRE2 call (the offset limit), which
+** is the same search, since each window begins where the last found
+** nothing, but gives the budget a look between windows. */
+static int regex_find(const RadText *t, TextMatch *m, const pcre2_code *re, int step, const char *s, size_t n,
+                      size_t from, size_t *ms, size_t *me, int *rc)
+{
+    size_t window = WINDOW_FIRST;
+    while (from < n) {
+        if (check_budget(m)) {
+            *rc = over_budget(t, m);
+            return -1;
+        }
+        size_t last = from + window; /* the last start position this call may try */
+        pcre2_set_offset_limit(m->mc, last);
+        int r = t->jit ? pcre2_jit_match(re, (PCRE2_SPTR)s, n, from, 0, m->md, m->mc)
+                       : pcre2_match(re, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, m->md, m->mc);
+        /* Out of JIT stack: the interpreter keeps its frames on the heap
+        ** (under the heap limit).  PCRE2_NO_JIT, or pcre2_match would run
+        ** the JIT code again. */
+        if (r == PCRE2_ERROR_JIT_STACKLIMIT)
+            r = pcre2_match(re, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, m->md, m->mc);
+        if (r == PCRE2_ERROR_NOMATCH) {
+            if (last >= n) return 0;
+            from = char_start(s, n, last + 1);
+            if (window < RAD_LIMIT_REGEX_WINDOW) window *= 2;
+            m->tried = CLOCK_EVERY; /* a whole window: look at the clock before the next */
+            continue;
+        }
+        if (r < 0) {
+            *rc = match_failed(t, step, r);
+            return -1;
+        }
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+        if (ov[0] < from || ov[1] < ov[0] || ov[1] > n) {
+            *rc = rad_error_set(RAD_E_UNSUPPORTED,
+                                "%s: the pre_tokenizer regex of step %d reports a match outside its text",
+                                source_of(t), step);
+            return -1;
+        }
+        if (ov[1] > ov[0]) {
+            *ms = ov[0];
+            *me = ov[1];
+            return 1;
+        }
+        /* An empty match cuts nothing; look again one character on. */
+        from = char_start(s, n, ov[0] + 1);
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------ splitting */
@@ -278,42 +477,22 @@ static int segment(Splitter *sp, const char *s, size_t n, int is_match)
     return rc;
 }
 
-/* Find the next match of step `st` in s[from..n): *ms, *me; 0 when none. */
-static int next_match(const RadText *t, TextMatch *m, const pcre2_code *re, const RadTokStep *st,
-                      const char *s, size_t n, size_t from, size_t *ms, size_t *me, int *rc)
+/* Find the next match of step `step` in s[from..n): *ms, *me; 0 when none
+** (and when a limit was met, with *rc set). */
+static int next_match(const RadText *t, TextMatch *m, const pcre2_code *re, int step, const char *s, size_t n,
+                      size_t from, size_t *ms, size_t *me, int *rc)
 {
     *rc = RAD_OK;
     if (!re) {
+        const RadTokStep *st = &t->d->pre[step];
         size_t pn = strlen(st->pattern);
-        const char *hit = pn ? memmem(s + from, n - from, st->pattern, pn) : NULL;
+        const char *hit = pn && from < n ? memmem(s + from, n - from, st->pattern, pn) : NULL;
         if (!hit) return 0;
         *ms = (size_t)(hit - s);
         *me = *ms + pn;
         return 1;
     }
-    for (;;) {
-        int r = t->jit ? pcre2_jit_match(re, (PCRE2_SPTR)s, n, from, 0, m->md, NULL)
-                       : pcre2_match(re, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, m->md, NULL);
-        if (r == PCRE2_ERROR_JIT_STACKLIMIT) /* the interpreter keeps its stack on the heap */
-            r = pcre2_match(re, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, m->md, NULL);
-        if (r == PCRE2_ERROR_NOMATCH) return 0;
-        if (r < 0) {
-            PCRE2_UCHAR msg[256];
-            pcre2_get_error_message(r, msg, sizeof msg);
-            *rc = rad_error_set(RAD_E_RANGE, "pre-tokenizer regex failed: %s", (const char *)msg);
-            return 0;
-        }
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
-        if (ov[1] > ov[0]) {
-            *ms = ov[0];
-            *me = ov[1];
-            return 1;
-        }
-        /* An empty match cuts nothing; look again one character on. */
-        if (ov[0] >= n) return 0;
-        from = ov[0] + 1;
-        while (from < n && ((unsigned char)s[from] & 0xC0) == 0x80) from++;
-    }
+    return regex_find(t, m, re, step, s, n, from, ms, me, rc) == 1;
 }
 
 /* Apply one Split step to s[0..n). */
@@ -324,7 +503,7 @@ static int split_step(const RadText *t, TextMatch *m, int step, const char *s, s
     Splitter sp = {.t = t, .m = m, .next_step = step + 1, .fn = fn, .ctx = ctx, .behavior = st->behavior};
     size_t at = 0, ms, me;
     int rc = RAD_OK, inv = st->invert != 0;
-    while (rc == RAD_OK && next_match(t, m, t->re[step], st, s, n, at, &ms, &me, &rc)) {
+    while (rc == RAD_OK && next_match(t, m, t->re[step], step, s, n, at, &ms, &me, &rc)) {
         if (ms > at) rc = segment(&sp, s + at, ms - at, inv);
         if (rc == RAD_OK) rc = segment(&sp, s + ms, me - ms, !inv);
         at = me;
@@ -351,7 +530,7 @@ static int bytelevel_step(const RadText *t, TextMatch *m, int step, const char *
     if (!st->use_regex) return fn(ctx, s, n);
     size_t at = 0, ms, me;
     int rc = RAD_OK;
-    while (rc == RAD_OK && next_match(t, m, t->gpt2, st, s, n, at, &ms, &me, &rc)) {
+    while (rc == RAD_OK && next_match(t, m, t->gpt2, step, s, n, at, &ms, &me, &rc)) {
         if (ms > at) rc = fn(ctx, s + at, ms - at);
         if (rc == RAD_OK) rc = fn(ctx, s + ms, me - ms);
         at = me;
