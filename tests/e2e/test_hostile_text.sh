@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# test_hostile_text.sh: a hostile tokenizer through the command line (issue
+# 12, items 1 and 6): one ill-formed byte in a .rad's split regex, a regex
+# that backtracks without bound, one slow at every position.  Each is one
+# line on stderr naming the file and the field or limit, exit 4 (the model is
+# unusable), no crash, in seconds.  (Before: exit 139; exit 5 with a message
+# naming neither; the slow one ran to the end, taking the square of the
+# text's length.)
+. "$(dirname "$0")/lib.sh"
+R=$RADIANCE_BIN
+
+# The llama fixture converted, then its tokenizer.bin's split regex given one
+# 0xFF byte (the blob comes first in the container; the regex also appears in
+# the tokenizer.json blob after it).
+$R convert "$FIXTURES/llama" -o "$WORK/good.rad" --quant f32 2>/dev/null || not_ok "convert the llama fixture"
+python3 - "$WORK/good.rad" "$WORK/bad.rad" <<'EOF'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+at = data.find(b"(?i:'s|'t")
+assert at > 0
+data[at + 5] = 0xFF
+open(sys.argv[2], "wb").write(data)
+EOF
+expect_fail "tokenize: one ill-formed byte in the split regex" 4 \
+    "bad.rad: tokenizer.bin: pre_tokenizer step 0: its pattern is not valid UTF-8" \
+    $R tokenize -m "$WORK/bad.rad" hello
+expect_fail "run: one ill-formed byte in the split regex" 4 \
+    "bad.rad: tokenizer.bin: pre_tokenizer step 0: its pattern is not valid UTF-8" \
+    $R run -m "$WORK/bad.rad" -n 1 hello
+
+# The fixture's tokenizer.json with another split regex.
+hostile() {
+    mkdir -p "$WORK/$1"
+    python3 - "$FIXTURES/llama/tokenizer.json" "$WORK/$1/tokenizer.json" "$2" <<'EOF'
+import json, sys
+tok = json.load(open(sys.argv[1], encoding="utf-8"))
+split = tok["pre_tokenizer"]["pretokenizers"][0]
+assert split["type"] == "Split"
+split["pattern"] = {"Regex": sys.argv[3]}
+json.dump(tok, open(sys.argv[2], "w", encoding="utf-8"))
+EOF
+}
+
+hostile backtrack '(?:a|a)*c|[^a]+'
+printf 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' >"$WORK/a40.txt"
+start=$(date +%s)
+expect_fail "a regex that backtracks without bound" 4 "backtrack/tokenizer.json: the pre_tokenizer regex of step 0 went past RAD_LIMIT_REGEX_MATCH" \
+    timeout 60 $R tokenize --tokenizer "$WORK/backtrack/tokenizer.json" <"$WORK/a40.txt"
+
+hostile slow 'a(?=[ab]*(?:y|z))|[^ab]+'
+python3 -c 'import sys; sys.stdout.write("ab" * 100000)' >"$WORK/ab.txt"
+expect_fail "a regex slow at every position" 4 "slow/tokenizer.json: encoding 200000 bytes of text went past RAD_LIMIT_ENCODE_BASE_MS" \
+    timeout 60 $R tokenize --tokenizer "$WORK/slow/tokenizer.json" <"$WORK/ab.txt"
+took=$(($(date +%s) - start))
+# The budget is 1 s + 1 s for the slow one, in CPU time; wall time on a
+# loaded machine may be several times that, never a minute.
+[ "$took" -lt 30 ] && ok "both refused in $took s" || not_ok "refusals took $took s"
+
+# The same tokenizer.json with its own regex still tokenizes.
+hostile fine "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"])' "$FIXTURES/llama/tokenizer.json")"
+want=$($R tokenize --tokenizer "$FIXTURES/llama/tokenizer.json" "hello world, it's 2024")
+got=$($R tokenize --tokenizer "$WORK/fine/tokenizer.json" "hello world, it's 2024")
+[ -n "$want" ] && [ "$got" = "$want" ] && ok "the rewritten fixture still tokenizes" || not_ok "fine: '$got' vs '$want'"
+
+finish
