@@ -192,8 +192,9 @@ FUZZ_CORE_SRC = $(filter-out engine/%,$(CORE_SRC)) $(wildcard engine/text/*.c)
 $(FUZZ_DIR)/fuzz_tokenizer_json $(FUZZ_DIR)/fuzz_encode: $(FUZZ_DIR)/%: tests/fuzz/%.c $(FUZZ_CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Iengine -o $@ $< $(FUZZ_CORE_SRC) -ljansson -lpcre2-8 -lutf8proc -lcrypto -lm
-# The .rad reader, config.json and KV snapshot restore reach into the engine
-# (the metadata checks, the KV pool): the whole core, built once for fuzzing
+# The .rad reader, config.json, KV snapshot restore, the tokenizer blob and
+# the reply parser reach into the engine (the metadata checks, the KV pool,
+# engine/text): the whole core, built once for fuzzing
 # (-fsanitize=fuzzer-no-link) into an archive each of those targets links.
 FUZZ_LIB_OBJ = $(CORE_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_LIB_FLAGS = $(subst -fsanitize=fuzzer,-fsanitize=fuzzer-no-link,$(FUZZ_FLAGS))
@@ -203,7 +204,7 @@ $(FUZZ_DIR)/obj/%.o: %.c $(HEADERS)
 $(FUZZ_DIR)/libradcore.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
-$(FUZZ_DIR)/fuzz_rad $(FUZZ_DIR)/fuzz_config $(FUZZ_DIR)/fuzz_snapshot: $(FUZZ_DIR)/%: tests/fuzz/%.c $(FUZZ_DIR)/libradcore.a tests/fuzz/fuzz_common.h $(HEADERS)
+$(FUZZ_DIR)/fuzz_rad $(FUZZ_DIR)/fuzz_config $(FUZZ_DIR)/fuzz_snapshot $(FUZZ_DIR)/fuzz_tokenizer_blob $(FUZZ_DIR)/fuzz_reply: $(FUZZ_DIR)/%: tests/fuzz/%.c $(FUZZ_DIR)/libradcore.a tests/fuzz/fuzz_common.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Iengine -o $@ $< $(FUZZ_DIR)/libradcore.a $(LDLIBS)
 
@@ -211,7 +212,7 @@ $(FUZZ_DIR)/fuzz_rad $(FUZZ_DIR)/fuzz_config $(FUZZ_DIR)/fuzz_snapshot: $(FUZZ_D
 # (tests/fuzz/seeds/TARGET) and what earlier runs found (build/fuzz/corpus).
 # `make fuzz FUZZ_TIME=600` is the longer campaign; what it adds to the
 # corpus stays in build/ (copy a small, new finding into seeds/ by hand).
-FUZZ_TARGETS = gguf safetensors tokenizer_json encode rad config snapshot
+FUZZ_TARGETS = gguf safetensors tokenizer_json encode rad config snapshot tokenizer_blob reply
 .PHONY: fuzz
 fuzz: fuzz-smoke
 fuzz-smoke: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
