@@ -6,7 +6,8 @@
 ** byte used to crash rad_text_create (PCRE2 compiled it without checking);
 ** now load refuses it naming the file, "tokenizer.bin" and the field, and
 ** so it does for every other string used as text: normalizer patterns and
-** arguments, a Split string, an added token, the chat template.  Raw bytes
+** arguments, a Split string, an added token, the chat template, in the blob,
+** through rad_text_create and in a GGUF's tokenizer.  Raw bytes
 ** in vocabulary entries stay accepted: they are only compared and decoded.
 **
 ** Bounds (item 6): a pattern that backtracks exponentially is refused by
@@ -245,6 +246,43 @@ static void test_json_raw_byte_refused(void **state)
     free(json);
 }
 
+/* GGUF: an added token (a control or user-defined token) or the chat
+** template with an ill-formed byte is refused naming the file and field.
+** The file is the fuzz seed tok_gpt2.gguf with one byte changed. */
+static void test_gguf_text_fields_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *find, *field;
+    } cases[] = {{"<tool>", "added token 1 (id 6): its content"}, {"{{ x }}", "the chat template"}};
+    const char *src = getenv("RADIANCE_SRC");
+    char path[4096], out[64];
+    snprintf(path, sizeof path, "%s/tests/fuzz/seeds/gguf/tok_gpt2.gguf", src ? src : ".");
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        unsigned char copy[4096];
+        memcpy(copy, buf, n);
+        unsigned char *hit = memmem(copy, n, cases[k].find, strlen(cases[k].find));
+        assert_non_null(hit);
+        hit[2] = 0xFE;
+        snprintf(out, sizeof out, "/tmp/radiance-test-%d-%zu.gguf", (int)getpid(), k);
+        FILE *o = fopen(out, "wb");
+        assert_non_null(o);
+        assert_int_equal(fwrite(copy, 1, n, o), n);
+        fclose(o);
+        RadText *t = NULL;
+        rad_error_clear();
+        int rc = rad_text_open_path(out, &t);
+        unlink(out);
+        if (rc != RAD_E_FORMAT) fail_msg("%s: open returned %d (%s)", cases[k].find, rc, rad_error_message());
+        expect_message(out, cases[k].field, "not valid UTF-8", "0xfe", NULL);
+    }
+}
+
 /* 1 when s[0..n) is valid UTF-8. */
 static int valid_utf8(const char *s, size_t n)
 {
@@ -446,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_blob_every_text_field_refused),
         cmocka_unit_test(test_create_refuses_bad_pattern),
         cmocka_unit_test(test_json_raw_byte_refused),
+        cmocka_unit_test(test_gguf_text_fields_refused),
         cmocka_unit_test(test_vocab_raw_bytes_accepted),
         cmocka_unit_test(test_backtracking_meets_match_limit),
         cmocka_unit_test(test_slow_pattern_meets_encode_budget),
