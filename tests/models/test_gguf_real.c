@@ -32,30 +32,10 @@
 #include "text/rad_text.h"
 #include "tokenizer.h"
 #include "tokenizer_gguf.h"
+#include "real_file.h"
 
 #define SMOLLM2 "SmolLM2-135M-Instruct.Q4_1.gguf"
 #define GEMMA3  "gemma-3-270m-q4_k_m.gguf"
-
-/* The cached file `name`, or NULL after skipping (or failing, under CI). */
-static const char *real_file(const char *name)
-{
-    static char path[1024];
-    const char *dir = getenv("RADIANCE_MODELS");
-    char fallback[900];
-    if (!dir) {
-        snprintf(fallback, sizeof fallback, "%s/.cache/radiance/models",
-                 getenv("HOME") ? getenv("HOME") : "");
-        dir = fallback;
-    }
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (access(path, R_OK) == 0) return path;
-    const char *ci = getenv("CI");
-    if (ci && (strcmp(ci, "true") == 0 || strcmp(ci, "1") == 0))
-        fail_msg("%s is missing and CI is set: run tests/models/fetch.sh first", path);
-    printf("    SKIPPED: %s is missing (run tests/models/fetch.sh to fetch it)\n", path);
-    skip();
-    return NULL;
-}
 
 /* A repository file, found from RADIANCE_SRC (set by make) or the current folder. */
 static const char *src_file(const char *rel)
