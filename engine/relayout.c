@@ -172,20 +172,20 @@ int rad_relayout_make(RadBuilder *b, RadPool *pool, RadRelayoutList *list)
             (RadRelayoutCopy){.relayout = j->row->relayout, .data = j->dst, .bytes = j->bytes};
     }
     /* A weight whose every layout is chosen and that nothing reads as stored
-    ** gives its pages back once its copies exist: its releasing job counts
-    ** them down (relayout_task). */
-    for (int i = 0; i < list->n; i++) list->job[i].owner = -1;
-    for (int i = 0; i < list->n && !rc; i++) {
-        RadRelayoutJob *j = &list->job[i];
-        if (!j->releases) continue;
-        int all = 1, copies = 0;
-        for (int k = 0; k < list->n && all; k++)
-            if (list->job[k].w == j->w) all = list->job[k].chosen, copies++;
-        if (!all) continue;
-        atomic_init(&j->left, copies);
-        for (int k = 0; k < list->n; k++)
-            if (list->job[k].w == j->w) list->job[k].owner = i;
+    ** gives its pages back once its copies exist. Its jobs chain through
+    ** `next` to its first-listed job, the one marked `releases`, which counts
+    ** them (relayout_task counts down); one job not chosen sends the count
+    ** below zero for good, and then nothing is given back. */
+    for (int i = 0; i < list->n; i++) atomic_init(&list->job[i].left, 0);
+    for (int i = 0; i < list->n; i++) {
+        int root = i;
+        while (list->job[root].next >= 0) root = list->job[root].next;
+        RadRelayoutJob *r = &list->job[root];
+        list->job[i].owner = r->releases ? root : -1;
+        if (r->releases) atomic_fetch_add(&r->left, list->job[i].chosen ? 1 : -list->n - 1);
     }
+    for (int i = 0; i < list->n; i++)
+        if (list->job[i].owner >= 0 && atomic_load(&list->job[list->job[i].owner].left) <= 0) list->job[i].owner = -1;
     if (!rc && list->n) rad_pool_parallel_for(pool, list->n, relayout_task, list);
     for (int i = 0; i < list->n && !rc; i++)
         if (list->job[i].chosen && list->job[i].rc)
