@@ -20,7 +20,7 @@
 #include "../rad_kernel.h"
 #include "rad_op_values.h"
 
-#define RAD_OP_SCHEMA_COUNT 19
+#define RAD_OP_SCHEMA_COUNT 20
 
 extern const RadOpSchema rad_op_schemas[];
 extern const int rad_op_schema_count;          /* == RAD_OP_SCHEMA_COUNT */
@@ -116,5 +116,9 @@ enum { RAD_MOE_COMBINE_Y, RAD_MOE_COMBINE_WEIGHTS, RAD_MOE_COMBINE_OUT };
 /* clamp(M, N, lo, hi; x) */
 enum { RAD_CLAMP_N = 1, RAD_CLAMP_LO, RAD_CLAMP_HI };
 enum { RAD_CLAMP_X };
+
+/* swiglu_oai(M, N, alpha, limit; gate, up, out): the operands as silu_mul's
+** (RAD_GATED_GATE, RAD_GATED_UP, RAD_GATED_OUT). */
+enum { RAD_SWIGLU_OAI_N = 1, RAD_SWIGLU_OAI_ALPHA, RAD_SWIGLU_OAI_LIMIT };
 
 #endif /* RAD_OPS_H */

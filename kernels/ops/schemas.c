@@ -106,6 +106,11 @@ const RadOpSchema rad_op_schemas[] = {
     {"clamp",
      4, {RANGE("M"), INT("N"), FLOAT("lo"), FLOAT("hi")},
      1, {INOUT("x")}},
+
+    /* gpt-oss's clamped SwiGLU */
+    {"swiglu_oai",
+     4, {RANGE("M"), INT("N"), FLOAT("alpha"), FLOAT("limit")},
+     3, {IN("gate"), IN("up"), OUT("out")}},
 };
 
 _Static_assert(sizeof rad_op_schemas / sizeof rad_op_schemas[0] == RAD_OP_SCHEMA_COUNT,

@@ -8,6 +8,8 @@
 **   gelu_mul    out = gelu_tanh(gate) * up,
 **               gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 **   clamp       x = min(max(x, lo), hi), NaN kept (OLMoE's clip_qkv)
+**   swiglu_oai  out = g sigmoid(alpha g) (u + 1), g = min(gate, limit),
+**               u = clamp(up, -limit, limit) (gpt-oss's experts)
 **
 ** add, mul and scale_rows are single f32 operations, which IEEE rounds
 ** identically everywhere, so a faster kernel must match them exactly.
@@ -121,6 +123,36 @@ int ref_clamp(const RadKernelArgs *a)
         float *r = rad_act_row(x, m);
         /* comparisons, not fminf/fmaxf: a NaN stays NaN, as torch.clamp keeps it */
         for (int64_t i = 0; i < N; i++) r[i] = r[i] < lo ? lo : r[i] > hi ? hi : r[i];
+    }
+    return RAD_OK;
+}
+
+/* gpt-oss's activation.  The clamps are comparisons, so a NaN passes
+** through as torch.clamp lets it; the rest in double, rounded once.  The
+** limit and alpha come from the config (swiglu_limit, swiglu_alpha) and are
+** rounded to f32 first, as PyTorch uses them against an f32 tensor. */
+int ref_swiglu_oai(const RadKernelArgs *a)
+{
+    int64_t M = rad_op_rows(a), N = a->param[RAD_SWIGLU_OAI_N].i;
+    const double alpha = (float)a->param[RAD_SWIGLU_OAI_ALPHA].f;
+    const float limit = (float)a->param[RAD_SWIGLU_OAI_LIMIT].f;
+    const RadTensor *o = a->operand;
+    const RadTensor *gate = &o[RAD_GATED_GATE], *up = &o[RAD_GATED_UP], *out = &o[RAD_GATED_OUT];
+    int rc;
+
+    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
+    if (!(limit > 0) || !isfinite(limit) || !isfinite(alpha)) return RAD_E_ARG;
+    if ((rc = rad_check_act(gate, M, N)) || (rc = rad_check_act(up, M, N)) || (rc = rad_check_act(out, M, N)))
+        return rc;
+
+    for (int64_t m = 0; m < M; m++) {
+        const float *gr = rad_act_row(gate, m), *ur = rad_act_row(up, m);
+        float *r = rad_act_row(out, m);
+        for (int64_t i = 0; i < N; i++) {
+            double g = gr[i] > limit ? limit : gr[i];
+            double u = ur[i] < -limit ? -limit : ur[i] > limit ? limit : ur[i];
+            r[i] = (float)(g / (1.0 + exp(-alpha * g)) * (u + 1.0));
+        }
     }
     return RAD_OK;
 }

@@ -60,6 +60,7 @@ static const RadKernelRow rows[] = {
      .priority = 0, .domain = RAD_DOMAIN_HOST, .launch = ref_moe_gemm, .slices_ok = 1},
     ROW("moe_combine", ref_moe_combine),
     ROW("clamp", ref_clamp),
+    ROW("swiglu_oai", ref_swiglu_oai),
 };
 
 const RadKernelLibrary rad_kernel_library = {

@@ -197,7 +197,7 @@ static void fill_amp(float *x, int64_t n, uint32_t seed, float amp)
 /* The ops the cpu library leaves to ref for now (the core then selects
 ** ref's row: the default order is cpu,ref).  When one gains a cpu row it
 ** leaves this list, or this test fails. */
-static const char *const left_to_ref[] = {"router_topk", "moe_gemm", "moe_combine", "clamp"};
+static const char *const left_to_ref[] = {"router_topk", "moe_gemm", "moe_combine", "clamp", "swiglu_oai"};
 
 static int is_left_to_ref(const char *op)
 {

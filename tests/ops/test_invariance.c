@@ -772,6 +772,17 @@ static void test_moe(void **state)
     case_ready(&q);
     check_moe(&q);
     free_ops(&q), case_free(&q);
+
+    Case g = {.what = "swiglu_oai", .call = call_new("swiglu_oai", M_MAX)};
+    set_i(&g.call, "N", 203);
+    set_f(&g.call, "alpha", 1.702);
+    set_f(&g.call, "limit", 7.0);
+    act(&g, "gate", 203, 394, 10.0f);
+    act(&g, "up", 203, 395, 10.0f);
+    act(&g, "out", 203, 396, 1.0f);
+    case_ready(&g);
+    check_moe(&g);
+    free_ops(&g), case_free(&g);
     assert_int_equal(n_fail, 0);
 }
 

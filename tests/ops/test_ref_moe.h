@@ -355,10 +355,37 @@ static void test_clamp(void **state)
     assert_int_equal(run(&c), RAD_E_ARG);
 }
 
+/* swiglu_oai: the gate clamped from above only, the up clamped both ways,
+** alpha inside the sigmoid, the + 1 on the up; a NaN passes; a limit that
+** is not positive is refused. */
+static void test_swiglu_oai(void **state)
+{
+    (void)state;
+    float g[7] = {-40, -2, -0.5f, 0, 1.25f, 6.5f, 9}, u[7] = {-9, -3, 0.5f, 2, -1, 8, NAN}, out[7];
+    const double alpha = 1.702, limit = 7.0;
+    Call c = call_new("swiglu_oai", 1);
+    set_i(&c, "N", 7);
+    set_f(&c, "alpha", alpha);
+    set_f(&c, "limit", limit);
+    set_act(&c, "gate", g, 1, 7);
+    set_act(&c, "up", u, 1, 7);
+    set_act(&c, "out", out, 1, 7);
+    assert_int_equal(run(&c), RAD_OK);
+    for (int i = 0; i < 6; i++) {
+        double x = g[i] > limit ? limit : g[i], y = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
+        assert_close(out[i], x / (1 + exp(-(double)(float)alpha * x)) * (y + 1), 1e-7);
+    }
+    assert_true(isnan(out[6]));                 /* a NaN up: NaN out */
+    assert_true(out[5] == (float)(6.5 / (1 + exp(-(double)(float)alpha * 6.5)) * 8.0));  /* up clamped to 7 */
+    set_f(&c, "limit", 0.0);
+    assert_int_equal(run(&c), RAD_E_ARG);
+}
+
 #define MOE_TESTS                                                                              \
     cmocka_unit_test(test_router_softmax_topk), cmocka_unit_test(test_router_topk_softmax),    \
         cmocka_unit_test(test_router_sigmoid_groups), cmocka_unit_test(test_router_ties_and_refusals), \
         cmocka_unit_test(test_moe_gemm), cmocka_unit_test(test_moe_gemm_refusals),             \
-        cmocka_unit_test(test_moe_combine), cmocka_unit_test(test_clamp)
+        cmocka_unit_test(test_moe_combine), cmocka_unit_test(test_clamp), \
+        cmocka_unit_test(test_swiglu_oai)
 
 #endif /* TEST_REF_MOE_H */
