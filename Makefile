@@ -178,7 +178,7 @@ test-models: all $(MODEL_TESTS)
 FUZZ_CC    ?= clang
 FUZZ_TIME  ?= 30
 FUZZ_DIR    = $(BUILD)/fuzz
-FUZZ_FLAGS  = -g -O1 -std=c11 -D_GNU_SOURCE -Ibase -Iformats $(WARN) -fsanitize=fuzzer,address,undefined
+FUZZ_FLAGS  = -g -O1 -std=c11 -D_GNU_SOURCE -Ibase -Iformats $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c formats/gguf.c formats/file_access.c formats/tokenizer_gguf.c formats/tokenizer.c base/error.c base/encoding.c
 FUZZ_ST_SRC   = tests/fuzz/fuzz_safetensors.c formats/safetensors.c base/error.c base/encoding.c
 $(FUZZ_DIR)/fuzz_gguf: $(FUZZ_GGUF_SRC) tests/fuzz/fuzz_common.h $(HEADERS)
@@ -212,17 +212,24 @@ $(FUZZ_DIR)/fuzz_rad $(FUZZ_DIR)/fuzz_config $(FUZZ_DIR)/fuzz_snapshot $(FUZZ_DI
 # (tests/fuzz/seeds/TARGET) and what earlier runs found (build/fuzz/corpus).
 # `make fuzz FUZZ_TIME=600` is the longer campaign; what it adds to the
 # corpus stays in build/ (copy a small, new finding into seeds/ by hand).
+# A finding in one target does not stop the others: each is run, its DONE
+# line (runs, coverage, corpus) or its log's tail printed, and the make fails
+# at the end naming every target that found something.  UBSan is built with
+# -fno-sanitize-recover, so a report is a crash with an artifact, and a
+# "runtime error" line in a log counts as a finding too.
 FUZZ_TARGETS = gguf safetensors tokenizer_json encode rad config snapshot tokenizer_blob reply
 .PHONY: fuzz
 fuzz: fuzz-smoke
 fuzz-smoke: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
-	@for t in $(FUZZ_TARGETS); do \
+	@fail=; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$t; echo "== fuzz_$$t, $(FUZZ_TIME) s"; \
-	  $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \
+	  if $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    $$( [ -f tests/fuzz/$$t.dict ] && echo -dict=tests/fuzz/$$t.dict ) -artifact_prefix=$(FUZZ_DIR)/crash-$$t- \
 	    $(FUZZ_DIR)/corpus/$$t $$( [ -d tests/fuzz/seeds/$$t ] && echo tests/fuzz/seeds/$$t ) > $(FUZZ_DIR)/fuzz_$$t.log 2>&1 \
-	    || { tail -40 $(FUZZ_DIR)/fuzz_$$t.log; exit 1; }; \
-	  grep -E 'DONE' $(FUZZ_DIR)/fuzz_$$t.log; done
+	    && ! grep -q 'runtime error' $(FUZZ_DIR)/fuzz_$$t.log; then \
+	    grep -E 'DONE' $(FUZZ_DIR)/fuzz_$$t.log; \
+	  else tail -40 $(FUZZ_DIR)/fuzz_$$t.log; fail="$$fail $$t"; fi; done; \
+	[ -z "$$fail" ] || { echo "fuzz: findings in:$$fail (logs $(FUZZ_DIR)/fuzz_TARGET.log, reproducers $(FUZZ_DIR)/crash-TARGET-*)"; exit 1; }
 
 # ------------------------------------------- unit-test plugin fixtures
 # Deliberately broken plugins for tests/unit/test_plugin.c, built from
