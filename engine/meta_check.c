@@ -180,3 +180,10 @@ int rad_container_check_model(const RadContainer *c)
     if (!rc) rc = rad_meta_check_layers(&m, c, c->path);
     return rc;
 }
+
+int rad_container_check_vocab(const RadContainer *c, int text_vocab)
+{
+    RadModelMeta m;
+    int rc = rad_meta_from_table(&c->meta, &m, c->path);
+    return rc ? rc : rad_meta_check_vocab(&m, text_vocab, c->path);
+}

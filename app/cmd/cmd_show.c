@@ -69,12 +69,31 @@ typedef struct Kind {
     uint64_t bytes;
 } Kind;
 
-/* The tokenizer and chat template, when the model carries them. */
-static void show_tokenizer(const RadContainer *c)
+/* What show found wrong with the tokenizer, kept until the metadata has
+** been checked too: run reports a metadata problem first, and show reports
+** the same one line run would. */
+typedef struct TokenizerCheck {
+    int rc;             /* 0, or why run would refuse the tokenizer */
+    char why[16384];    /* that error's message (base/error.c keeps as much) */
+    int n_vocab;        /* the tokenizer's tokens, -1 when it has none */
+} TokenizerCheck;
+
+/* The tokenizer and chat template, when the model carries them.  One that
+** does not load is shown as invalid, not as absent: run refuses the model. */
+static void show_tokenizer(const RadContainer *c, TokenizerCheck *check)
 {
     RadText *t = NULL;
-    if (rad_text_from_container(c, &t) != RAD_OK) {
+    int rc = rad_text_from_container(c, &t);
+    check->n_vocab = -1;
+    if (rc == RAD_E_NOTFOUND) {
         printf("%-14s%s\n", "tokenizer", "none (the model runs from token ids)");
+        rad_error_clear();
+        return;
+    }
+    if (rc != RAD_OK) {
+        printf("%-14s%s\n", "tokenizer", "invalid: radiance run refuses this model (the reason is on stderr)");
+        check->rc = rc;
+        snprintf(check->why, sizeof check->why, "%s", rad_error_message());
         rad_error_clear();
         return;
     }
@@ -84,6 +103,7 @@ static void show_tokenizer(const RadContainer *c)
     if (d->bos_id >= 0) printf(", bos %d%s", d->bos_id, d->add_bos ? " (added)" : "");
     if (d->eos_id >= 0) printf(", eos %d", d->eos_id);
     printf("\n");
+    check->n_vocab = d->n_vocab;
     if (d->chat_template) {
         /* The first line, enough to recognise the format. */
         const char *nl = strchr(d->chat_template, '\n');
@@ -98,7 +118,7 @@ static void show_tokenizer(const RadContainer *c)
     rad_text_free(t);
 }
 
-static void show_container(const RadContainer *c)
+static void show_container(const RadContainer *c, TokenizerCheck *check)
 {
     char b[32];
     printf("%-14s%s (%s plugin, %s)\n", "architecture", rad_safe(meta_str(c, "arch.hf_name")),
@@ -151,7 +171,7 @@ static void show_container(const RadContainer *c)
         for (int i = 0; i < c->n_blobs; i++) printf("%s%s", i ? ", " : "", rad_safe(c->blobs[i].name));
         printf("\n");
     }
-    show_tokenizer(c);
+    show_tokenizer(c, check);
     /* The sampling the model's makers recommend (model_sampling.h). */
     uint64_t gen_size = 0;
     const char *gen = rad_container_blob(c, "generation_config.json", &gen_size);
@@ -233,9 +253,15 @@ int rad_cmd_show(int argc, char **argv)
         rc = rad_container_open_model(path, tokcache, &cont);
         free(tokcache);
         if (!rc) rc = rad_container_resolve_family(cont, NULL);    /* a GGUF's plugin family */
-        if (!rc) show_container(cont);
-        /* what it holds is shown even when run would refuse it; then why */
-        if (!rc && (rc = rad_container_check_model(cont))) fflush(stdout);
+        /* What it holds is shown even when run would refuse it; then why,
+        ** in run's order: the metadata, the tokenizer, its vocabulary
+        ** against the embedding. */
+        TokenizerCheck check = {0};
+        if (!rc) show_container(cont, &check);
+        if (!rc) rc = rad_container_check_model(cont);
+        if (!rc && check.rc) rc = rad_error_set(check.rc, "%s", check.why);
+        if (!rc && check.n_vocab >= 0) rc = rad_container_check_vocab(cont, check.n_vocab);
+        if (rc) fflush(stdout);
     }
     rad_container_close(cont);
     rad_stored_model_free(&row);

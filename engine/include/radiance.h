@@ -182,6 +182,11 @@ int rad_container_resolve_family(struct RadContainer *c, const char *plugin_dir)
 ** must have been through rad_container_resolve_family first. */
 int rad_container_check_model(const struct RadContainer *c);
 
+/* The tokenizer's vocabulary (text_vocab tokens) against the container's
+** embedding rows, as rad_engine_open checks it once the tokenizer loaded:
+** 0, or RAD_E_FORMAT naming the file (ids past the rows cannot be run). */
+int rad_container_check_vocab(const struct RadContainer *c, int text_vocab);
+
 /* The installed plugins and kernel libraries, one per line. */
 int rad_list_plugins(const char *plugin_dir, FILE *f);
 int rad_list_kernels(const char *plugin_dir, FILE *f);

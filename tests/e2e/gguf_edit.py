@@ -11,11 +11,12 @@ so they stay valid).
 TYPE is str, bytes, bpe, repeat (N:TEXT, TEXT N times), f32, u32, i32 or
 bool.  A key that exists is replaced, a new one appended.  VALUE may use
 Python escapes (\\x1b, \\a, \\r, \\u009b) so a test can plant control
-characters in a string.  KEY[N] sets element N of a string array
-(tokenizer.ggml.tokens[733]=bpe:...), and KEY[N]=drop removes it (N always
-counts in the array as it was): "bpe" is VALUE's UTF-8 bytes spelled in
-byte-level BPE's alphabet (GPT-2's byte to character table), so the token
-decodes to exactly those bytes.
+characters in a string.  KEY[N] sets element N of an array
+(tokenizer.ggml.tokens[733]=bpe:...), KEY[N]=drop removes it (N always
+counts in the array as it was), and N at or past the end appends (so a
+test can lengthen tokenizer.ggml.tokens and token_type together).  "bpe" is
+VALUE's UTF-8 bytes spelled in byte-level BPE's alphabet (GPT-2's byte to
+character table), so the token decodes to exactly those bytes.
 """
 import struct
 import sys
@@ -97,16 +98,25 @@ def encode(kind, text):
 
 
 def set_elements(t, raw, changes):
-    """raw (an array of strings) with elements replaced or dropped:
-    changes maps an index of the array as it was to the new value's raw
-    bytes, or to None to drop that element."""
+    """raw (an array of strings or of numbers) with elements replaced,
+    dropped or appended: changes maps an index of the array as it was to
+    the new value's (type, raw bytes), or to None to drop that element; an
+    index at or past the end appends, in index order, with no gap."""
     r = Reader(raw)
     et, n = r.u32(), r.u64()
-    if t != 9 or et != 8 or max(changes) >= n:
-        raise SystemExit(f"not a string array with an element {max(changes)}")
-    items = [struct.pack("<Q", len(s)) + s for s in (r.string() for _ in range(n))]
-    for i, v in changes.items():
-        items[i] = v
+    if t != 9:
+        raise SystemExit("not an array")
+    items = [r.value(et) for _ in range(n)]
+    for i in sorted(changes):
+        v = changes[i]
+        if v is not None and v[0] != et:
+            raise SystemExit(f"element {i}: type {v[0]}, the array holds type {et}")
+        if i < n:
+            items[i] = v and v[1]
+        elif i == len(items) and v is not None:
+            items.append(v[1])
+        else:
+            raise SystemExit(f"element {i} is past the end of an array of {len(items)}")
     items = [x for x in items if x is not None]
     return struct.pack("<IQ", et, len(items)) + b"".join(items)
 
@@ -141,7 +151,7 @@ def main():
         key, spec = e.split("=", 1)
         if key.endswith("]") and "[" in key:
             key, index = key[:-1].split("[")
-            raw = None if spec == "drop" else encode(*spec.split(":", 1))[1]
+            raw = None if spec == "drop" else encode(*spec.split(":", 1))
             arrays.setdefault(key.encode(), {})[int(index)] = raw
             continue
         kind, value = spec.split(":", 1)

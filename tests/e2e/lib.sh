@@ -36,6 +36,25 @@ expect_fail() {
     fi
 }
 
+# expect_show_refuses NAME STATUS PATTERN MODEL [STDOUT_PATTERN]: `radiance show
+# MODEL` still shows what it can (stdout not empty, and matching
+# STDOUT_PATTERN when given), then says why run refuses the file: exit
+# STATUS, one line on stderr matching PATTERN (grep -E).
+expect_show_refuses() {
+    local name=$1 status=$2 pattern=$3 model=$4 shown=${5:-.}
+    "$RADIANCE_BIN" show "$model" >"$WORK/out" 2>"$WORK/err"
+    local got=$?
+    if [ "$got" -ne "$status" ]; then
+        not_ok "$name: exit $got, expected $status; stderr: $(head -c 400 "$WORK/err")"
+    elif [ "$(wc -l <"$WORK/err")" -ne 1 ] || ! grep -Eq -- "$pattern" "$WORK/err"; then
+        not_ok "$name: stderr is not one line matching '$pattern': $(head -c 400 "$WORK/err")"
+    elif ! grep -Eq -- "$shown" "$WORK/out"; then
+        not_ok "$name: stdout does not match '$shown': $(head -c 400 "$WORK/out")"
+    else
+        ok "$name"
+    fi
+}
+
 finish() {
     echo "e2e: $passed passed, $failed failed"
     [ "$failed" -eq 0 ]

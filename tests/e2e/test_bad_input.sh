@@ -118,6 +118,14 @@ rc=$?
 [ $rc -eq 4 ] && grep -q "bad.gguf: metadata qwen2.block_count = 4000" "$WORK/err" \
     && ok "show says a file run refuses is invalid (exit 4)" || not_ok "show on an invalid file: exit $rc, $(head -c 300 "$WORK/err")"
 
+# A tokenizer with more tokens than the embedding has rows is refused when the
+# model is opened, by run and by show (ids past the rows cannot be run), not
+# at the first step that meets such an id ("outside the vocabulary").
+$EDIT 'tokenizer.ggml.tokens[1100]=str:extra' 'tokenizer.ggml.token_type[1100]=i32:1'
+VOCAB="bad.gguf: the tokenizer has 1101 tokens, but the model's embedding has 1100 rows"
+expect_fail "GGUF tokenizer larger than its embedding: run" 4 "$VOCAB" $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+expect_show_refuses "GGUF tokenizer larger than its embedding: show" 4 "$VOCAB" "$WORK/bad.gguf" "^tokenizer .*1101 tokens"
+
 # ---- item 9: a long string is refused where it is read, by the limit's name.
 $EDIT tokenizer.chat_template=repeat:1100000:x
 expect_fail "GGUF chat template over 1 MiB" 4 "bad.gguf: key 'tokenizer.chat_template'.*RAD_LIMIT_CHAT_TEMPLATE_BYTES" \

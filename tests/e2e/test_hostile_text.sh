@@ -27,6 +27,11 @@ expect_fail "tokenize: one ill-formed byte in the split regex" 4 \
 expect_fail "run: one ill-formed byte in the split regex" 4 \
     "bad.rad: tokenizer.bin: pre_tokenizer step 0: its pattern is not valid UTF-8" \
     $R run -m "$WORK/bad.rad" -n 1 hello
+# show describes the file, says its tokenizer is invalid (it used to print
+# "tokenizer none" and exit 0) and gives run's reason and exit status.
+expect_show_refuses "show: one ill-formed byte in the split regex" 4 \
+    "bad.rad: tokenizer.bin: pre_tokenizer step 0: its pattern is not valid UTF-8" \
+    "$WORK/bad.rad" "^tokenizer +invalid"
 
 # The fixture's tokenizer.json with another split regex.
 hostile() {
