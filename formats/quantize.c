@@ -31,7 +31,9 @@
 ** it writes a block anyway: a NaN or infinite input, or a scale that
 ** overflows f16, is refused with a message naming the element.
 **
-** The k-quants and iq4_nl search for their scales (quantize_kquants.c).
+** The k-quants and iq4_nl search for their scales (quantize_kquants.c);
+** mxfp4 takes its power-of-two scale from the block's maximum
+** (quantize_mxfp4.c).
 */
 #include "quantize.h"
 
@@ -218,7 +220,7 @@ static const struct {
     {RAD_ENC_Q5_1, block_q5_1},        {RAD_ENC_IQ4_NL, rad_qz_block_iq4_nl},
     {RAD_ENC_Q2_K, rad_qz_block_q2_k}, {RAD_ENC_Q3_K, rad_qz_block_q3_k},
     {RAD_ENC_Q4_K, rad_qz_block_q4_k}, {RAD_ENC_Q5_K, rad_qz_block_q5_k},
-    {RAD_ENC_Q6_K, rad_qz_block_q6_k},
+    {RAD_ENC_Q6_K, rad_qz_block_q6_k}, {RAD_ENC_MXFP4, rad_qz_block_mxfp4},
 };
 
 typedef struct Quantizer {
@@ -337,8 +339,8 @@ int rad_convert_row(int enc_in, const void *src, int enc_out, void *dst, int64_t
         return rad_error_set(RAD_E_UNSUPPORTED,
                              "convert: %s (%d) to %s (%d) is not a conversion "
                              "radiance makes; it converts f32, f16 and bf16 to f32, f16, bf16, "
-                             "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k "
-                             "or q6_k",
+                             "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, "
+                             "q6_k or mxfp4",
                              enc_name(enc_in), enc_in, enc_name(enc_out), enc_out);
     if (rad_encoding_row_bytes(enc_out, n) < 0)
         return rad_error_set(RAD_E_ARG,

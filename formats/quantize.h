@@ -35,7 +35,7 @@ extern "C" {
 int rad_convert_row(int enc_in, const void *src, int enc_out, void *dst, int64_t n);
 
 /* Whether rad_quantize_row writes `enc`: 1 for q8_0, q4_0, q4_1, q5_0,
-** q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k and q6_k, else 0. */
+** q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k and mxfp4, else 0. */
 int rad_quantize_supported(int enc);
 
 /* Quantize `n` floats (a whole number of the encoding's blocks) to `enc`

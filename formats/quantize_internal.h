@@ -21,6 +21,9 @@ int rad_qz_block_q5_k(const float *x, uint8_t *out, int64_t first);
 int rad_qz_block_q6_k(const float *x, uint8_t *out, int64_t first);
 int rad_qz_block_iq4_nl(const float *x, uint8_t *out, int64_t first);
 
+/* mxfp4 (quantize_mxfp4.c). */
+int rad_qz_block_mxfp4(const float *x, uint8_t *out, int64_t first);
+
 /* Store f as an f16 at out (little-endian); 0, or RAD_E_ARG with the
 ** message when f rounds to an infinite f16: the block of `n` floats at x
 ** (row index `first`) reaches past what the encoding `enc` can carry,

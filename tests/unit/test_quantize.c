@@ -240,7 +240,6 @@ static void test_refusals(void **state)
     uint8_t out[256];
     assert_int_equal(rad_convert_row(RAD_ENC_I32, x, RAD_ENC_F32, out, 4), RAD_E_UNSUPPORTED);
     assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_FP8_E4M3, out, 32), RAD_E_UNSUPPORTED);
-    assert_int_equal(rad_convert_row(RAD_ENC_F32, x, RAD_ENC_MXFP4, out, 32), RAD_E_UNSUPPORTED);
     assert_int_equal(rad_convert_row(RAD_ENC_Q8_0, x, RAD_ENC_F32, out, 32), RAD_E_UNSUPPORTED);
     assert_int_equal(rad_convert_row(999, x, RAD_ENC_F32, out, 32), RAD_E_UNSUPPORTED);
     assert_non_null(strstr(rad_error_message(), "is not a conversion radiance makes"));
@@ -278,7 +277,7 @@ static const struct {
     {RAD_ENC_Q8_0, 0.002},  {RAD_ENC_Q4_0, 0.002}, {RAD_ENC_Q4_1, 0.002},
     {RAD_ENC_Q5_0, 0.002},  {RAD_ENC_Q5_1, 0.002}, {RAD_ENC_IQ4_NL, 0.002},
     {RAD_ENC_Q2_K, 0.0075}, {RAD_ENC_Q3_K, 0.004}, {RAD_ENC_Q4_K, 0.002},
-    {RAD_ENC_Q5_K, 0.002},  {RAD_ENC_Q6_K, 0.002},
+    {RAD_ENC_Q5_K, 0.002},  {RAD_ENC_Q6_K, 0.002}, {RAD_ENC_MXFP4, 0.003},   /* FP4: 0.003 */
 };
 enum { N_QUANTIZERS = sizeof quantizers / sizeof quantizers[0] };
 
@@ -294,7 +293,7 @@ static int round_trip(int enc, const float *x, float *y, int64_t n)
     return rc;
 }
 
-/* rad_quantize_supported says yes to exactly the eleven block encodings. */
+/* rad_quantize_supported says yes to exactly the twelve block encodings. */
 static void test_quantize_supported(void **state)
 {
     (void)state;
@@ -308,12 +307,12 @@ static void test_quantize_supported(void **state)
     assert_int_equal(n, N_QUANTIZERS);
     float x[32] = {0};
     uint8_t out[64];
-    assert_int_equal(rad_quantize_row(RAD_ENC_MXFP4, x, out, 32), RAD_E_UNSUPPORTED);
+    assert_int_equal(rad_quantize_row(RAD_ENC_FP8_E4M3, x, out, 32), RAD_E_UNSUPPORTED);
     assert_int_equal(rad_quantize_row(RAD_ENC_F16, x, out, 32), RAD_E_UNSUPPORTED);
 }
 
-/* q8_0, q4_0, q4_1, q5_0 and q5_1 blocks are byte-identical to gguf-py's
-** (= ggml's reference quantizers) on the vectors' rows, through
+/* q8_0, q4_0, q4_1, q5_0, q5_1 and mxfp4 blocks are byte-identical to
+** gguf-py's (= ggml's reference quantizers) on the vectors' rows, through
 ** rad_quantize_row and rad_convert_row alike. */
 static void test_vectors_byte_identical(void **state)
 {
@@ -335,9 +334,9 @@ static void test_vectors_byte_identical(void **state)
         free(got);
         checked |= 1 << (e->enc & 31);
     }
-    /* all five have vectors */
+    /* all six have vectors */
     assert_int_equal(checked, 1 << RAD_ENC_Q8_0 | 1 << RAD_ENC_Q4_0 | 1 << RAD_ENC_Q4_1 |
-                                  1 << RAD_ENC_Q5_0 | 1 << RAD_ENC_Q5_1);
+                                  1 << RAD_ENC_Q5_0 | 1 << RAD_ENC_Q5_1 | 1 << (RAD_ENC_MXFP4 & 31));
 }
 
 /* q4_k, q5_k and q6_k blocks are byte-identical to what ggml's reference
@@ -468,8 +467,10 @@ static void test_round_trip_errors(void **state)
 }
 
 /* Blocks at the edges encode and decode sensibly: all zero gives zeros;
-** a constant block comes back within one step; tiny and subnormal inputs
-** give finite values no larger than a step of the scale f16 can carry. */
+** a constant block comes back within one step (mxfp4's E2M1 has one
+** mantissa bit: 5 lies halfway between 4 and 6, and the tie goes to the
+** lower code, ggml's choice); tiny and subnormal inputs give finite values
+** no larger than a step of the scale f16 can carry. */
 static void test_quantize_edge_blocks(void **state)
 {
     (void)state;
@@ -484,8 +485,9 @@ static void test_quantize_edge_blocks(void **state)
         for (float c = -5.0f; c <= 5.0f; c += 10.0f) {   /* -5, then 5 */
             for (int k = 0; k < N; k++) x[k] = c;
             assert_int_equal(round_trip(enc, x, y, N), 0);
+            float step = enc == RAD_ENC_MXFP4 ? 1.0f : 0.02f * 5;
             for (int k = 0; k < N; k++)
-                if (!(fabsf(y[k] - c) <= 0.02f * 5))
+                if (!(fabsf(y[k] - c) <= step))
                     fail_msg("%s: constant %g decodes to %g", name_of(enc), (double)c, (double)y[k]);
         }
 
@@ -555,8 +557,16 @@ static void test_quantize_refusals(void **state)
         assert_non_null(strstr(rad_error_message(), want));
 
         x[300] = -3.0e38f;   /* finite, but no f16 scale reaches it */
-        assert_int_equal(rad_quantize_row(enc, x, out, N), RAD_E_ARG);
-        assert_non_null(strstr(rad_error_message(), "past what an f16 scale can carry"));
+        if (enc == RAD_ENC_MXFP4) {
+            /* an E8M0 scale does: the block's largest code, -12 * 2^124 */
+            float y[N];
+            assert_int_equal(rad_quantize_row(enc, x, out, N), 0);
+            assert_int_equal(rad_dequant_row(enc, out, y, N), 0);
+            assert_true(y[300] == -12.0f * 0x1p124f && y[299] == 0.0f);
+        } else {
+            assert_int_equal(rad_quantize_row(enc, x, out, N), RAD_E_ARG);
+            assert_non_null(strstr(rad_error_message(), "past what an f16 scale can carry"));
+        }
         x[300] = 0.5f;
 
         assert_int_equal(rad_quantize_row(enc, x, out, N - 16), RAD_E_ARG);
