@@ -46,8 +46,10 @@ ENC_q8_0 := RAD_ENC_Q8_0
 ENC_q4_0 := RAD_ENC_Q4_0
 ENC_q4_k := RAD_ENC_Q4_K
 ENC_gguf := -1     # each weight as the file stores it
+ENC_mxfp4 := RAD_ENC_MXFP4   # gpt-oss only: the experts mxfp4, the other matrices bf16
 ARCH_SO  := $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/llama_$(q).so)
 ARCH_SO  += $(foreach q,$(QUANTS),$(BUILD)/plugins/arch/gemma3_$(q).so)
+ARCH_SO  += $(foreach q,$(QUANTS) mxfp4,$(BUILD)/plugins/arch/gptoss_$(q).so)
 KERN_SO  := $(BUILD)/plugins/kernels/ref.so $(BUILD)/plugins/kernels/cpu.so
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
@@ -85,6 +87,10 @@ $(BUILD)/plugins/arch/llama_%.so: arch/llama/llama.c base/encoding.c $(ABI_HEADE
 	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< base/encoding.c -lm
 
 $(BUILD)/plugins/arch/gemma3_%.so: arch/gemma3/gemma3.c base/encoding.c $(ABI_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< base/encoding.c -lm
+
+$(BUILD)/plugins/arch/gptoss_%.so: arch/gptoss/gptoss.c base/encoding.c $(ABI_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -DRAD_QUANT='"$*"' -DRAD_QUANT_ENC=$(ENC_$*) -o $@ $< base/encoding.c -lm
 

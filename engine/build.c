@@ -278,8 +278,13 @@ int rad_decl_name_map(RadBuilder *b, const char *weight, int mode, const char *c
 {
     rad_weight id = rad_builder_find_weight(b, weight);
     if (id < 0) return rad_decl_fail(b, "name map names '%s', which is not a declared weight", weight);
+    const int flags = mode & (RAD_MAP_TRANSPOSED | RAD_MAP_ROWS_EVEN | RAD_MAP_ROWS_ODD);
+    mode &= ~flags;
     if (mode != RAD_MAP_COPY && mode != RAD_MAP_CONCAT)
         return rad_decl_fail(b, "name map for '%s': unknown mode %d", weight, mode);
+    if (flags && (mode != RAD_MAP_COPY || (flags & RAD_MAP_ROWS_EVEN && flags & RAD_MAP_ROWS_ODD)))
+        return rad_decl_fail(b, "name map for '%s': layout flags 0x%x need COPY and at most one of the row "
+                             "selections", weight, flags);
     if (n_sources < 1) return rad_decl_fail(b, "name map for '%s' has no source", weight);
     RadWeightEntry *w = &b->weights[id];
     if (w->map_mode) return rad_decl_fail(b, "name map for '%s' given twice", weight);
@@ -306,6 +311,7 @@ int rad_decl_name_map(RadBuilder *b, const char *weight, int mode, const char *c
         }
     w->n_map_sources = n;
     w->map_mode = mode;
+    w->map_flags = flags;
     for (int i = 0; i < n; i++)
         if (!w->map_sources[i]) {
             b->oom = 1;

@@ -11,6 +11,7 @@
 ** the output appears only when everything succeeded.
 */
 #include "engine_internal.h"
+#include "convert_view.h"
 #include "../formats/checkpoint.h"
 #include "../formats/quantize.h"
 #include "../formats/quantize_recipe.h"
@@ -183,6 +184,12 @@ static int resolve_sources(const RadCheckpoint *ck, const RadWeightEntry *w, con
 ** (a checkpoint's per-expert matrix, experts.N.gate_proj). */
 static void *encode_weight(const RadCheckpoint *ck, const RadWeightEntry *w, int enc, uint64_t *size, Problems *pr)
 {
+    if (rad_convert_view_applies(ck, w)) {  /* another layout: transposed, interleaved, MXFP4 */
+        int absent = 0;
+        void *bytes = rad_convert_view(ck, w, enc, size, &absent);
+        if (!bytes && !absent) add_problem(pr, "%s", rad_error_message());
+        return bytes;
+    }
     const RadStTensor **src = calloc((size_t)(w->n_map_sources > 0 ? w->n_map_sources : 1), sizeof *src);
     if (!src) {
         add_problem(pr, "'%s': out of memory", w->name);
@@ -493,7 +500,7 @@ static int cmp_group(const void *a, const void *b)
 /* What --quant takes: the encodings plugins are built for, then llama.cpp's
 ** recipes, which the "as stored" plugin (quant "gguf") serves with each
 ** tensor's encoding chosen by formats/quantize_recipe.c. */
-static const char *const plugin_quants[] = {"f32", "f16", "bf16", "q8_0", "q4_k", "q4_0"};
+static const char *const plugin_quants[] = {"f32", "f16", "bf16", "q8_0", "q4_k", "q4_0", "mxfp4"};
 
 const char *rad_convert_quant_canonical(const char *quant)
 {
@@ -505,7 +512,7 @@ const char *rad_convert_quant_canonical(const char *quant)
 
 const char *rad_convert_quant_list(void)
 {
-    return "f32, f16, bf16, q8_0, q6_k, q5_k_m, q5_k_s, q4_k_m, q4_k_s, q4_k, q4_0";
+    return "f32, f16, bf16, q8_0, q6_k, q5_k_m, q5_k_s, q4_k_m, q4_k_s, q4_k, q4_0, mxfp4";
 }
 
 /* Which encoding weight `w` gets: the plugin's, or under a recipe (the

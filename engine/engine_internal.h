@@ -142,6 +142,7 @@ typedef struct RadWeightEntry {
     int map_mode;                       /* 0 = no map entry */
     char **map_sources;
     int n_map_sources;
+    int map_flags;                      /* RAD_MAP_TRANSPOSED, RAD_MAP_ROWS_* (COPY only) */
     int present;                        /* found in the container */
     int enc;                            /* as stored */
     const void *data;                   /* mapped bytes */

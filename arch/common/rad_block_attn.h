@@ -8,7 +8,9 @@
 **     q, k, v = clamp(q, k, v, +-clip_qkv)       (OLMoE's clip_qkv)
 **     q, k = rope(q, pos), rope(k, pos)
 **     cache.store(k, v)
-**     att = softmax(q k.T * scale + causal mask) v   (GQA: heads share kv heads)
+**     att = softmax(q k.T * scale + causal mask) v   (GQA: heads share kv heads;
+**                                              gpt-oss: a learned sink logit per head
+**                                              joins each softmax, taking mass only)
 **     out = att @ Wo.T + bo
 ** Every family configures it through RadAttnConfig; the block owns the
 ** layer's weights and ops, the caller owns the buffers (shared by layers).
@@ -48,6 +50,7 @@ typedef struct RadAttnConfig {
     RadRopeConfig rope;
     const char *hf_prefix;      /* "model.layers.3.self_attn" */
     int max_tok;
+    int sinks;                  /* gpt-oss: per-head sink logits (<prefix>.sinks, f32 [n_head]) */
 } RadAttnConfig;
 
 /* The buffers the block reads and writes; declared once by the plugin. */
@@ -64,6 +67,7 @@ typedef struct RadAttn {
     rad_weight wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm;
     rad_op op_q, op_k, op_v, op_q_norm, op_k_norm, op_rope_q, op_rope_k, op_store, op_attn, op_o;
     rad_op op_clip_q, op_clip_k, op_clip_v;
+    rad_weight sinks;           /* -1 without sinks */
 } RadAttn;
 
 static inline rad_op rad_attn_gemm(RadBuilder *b, const RadAttnConfig *c, rad_weight w, rad_weight bias,
@@ -183,12 +187,17 @@ static inline void rad_attn_declare(RadAttn *a, RadBuilder *b, const RadAttnConf
                          RAD_NO_WEIGHTS);
     rad_op_reads(b, a->op_store, RAD_BUFS(io->k, io->v));
 
-    a->op_attn = RAD_OP(b, "attn_paged",
-                        RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("n_head", c->n_head),
-                                   RAD_INT("n_head_kv", c->n_head_kv), RAD_INT("head_dim", c->head_dim),
-                                   RAD_FLOAT("scale", c->scale), RAD_INT("window", c->window),
-                                   RAD_FLOAT("softcap", c->softcap)),
-                        RAD_NO_WEIGHTS);
+    a->sinks = -1;
+    if (c->sinks)
+        a->sinks = rad_weight_mapped(b, rad_fmt(name, "blk.%d.attn_sinks.weight", l),
+                                     rad_fmt(hf, "%s.sinks", c->hf_prefix), RAD_ENC_F32, 1, c->n_head, 0, acc, l, 0);
+    const rad_weight sinks[1] = {a->sinks};
+    a->op_attn = rad_decl_op(b, "attn_paged",
+                             RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("n_head", c->n_head),
+                                        RAD_INT("n_head_kv", c->n_head_kv), RAD_INT("head_dim", c->head_dim),
+                                        RAD_FLOAT("scale", c->scale), RAD_INT("window", c->window),
+                                        RAD_FLOAT("softcap", c->softcap)),
+                             sinks, c->sinks ? 1 : 0);
     rad_op_reads(b, a->op_attn, RAD_BUFS(io->q));
     rad_op_writes(b, a->op_attn, RAD_BUFS(io->att));
 
@@ -217,7 +226,8 @@ static inline void rad_attn_step(const RadAttn *a, RadCtx *c, const RadBatch *ba
     RAD_ISSUE(c, a->op_rope_q, n, RAD_B(io->q), RAD_B(io->positions), factors);
     RAD_ISSUE(c, a->op_rope_k, n, RAD_B(io->k), RAD_B(io->positions), factors);
     RAD_ISSUE(c, a->op_store, n, RAD_B(io->k), RAD_B(io->v), RAD_KVL(layer));
-    RAD_ISSUE(c, a->op_attn, n, RAD_B(io->q), RAD_KVL(layer), RAD_B(io->att), RAD_NONE);
+    RAD_ISSUE(c, a->op_attn, n, RAD_B(io->q), RAD_KVL(layer), RAD_B(io->att),
+              a->cfg.sinks ? RAD_W(a->sinks) : RAD_NONE);
     RAD_ISSUE(c, a->op_o, n, RAD_B(io->att), RAD_W(a->wo), RAD_W(a->bo), RAD_B(io->out));
 }
 

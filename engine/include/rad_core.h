@@ -132,6 +132,24 @@ typedef enum RadMapMode {
     RAD_MAP_CONCAT = 2
 } RadMapMode;
 
+/* Flags or'ed into RAD_MAP_COPY (grown in ABI 2; none = 0) for a checkpoint
+** that keeps a weight in another layout than the one declared:
+**   TRANSPOSED  the source holds each matrix (each slice of a stack) as
+**               [in, out], the layout of x @ W (gpt-oss's experts);
+**   ROWS_EVEN,  the weight is every second entry of the source's output
+**   ROWS_ODD    dimension, from 0 or from 1: two projections interleaved in
+**               one tensor (gpt-oss's gate_up_proj: gate even, up odd).
+** The output dimension is dim 1 of a stacked weight (n_slices), else dim 0.
+** A COPY source may also be found in Hugging Face's MXFP4 form, NAME_blocks
+** (u8 [..., out, in / 32, 16]) with NAME_scales (u8 [..., out, in / 32]):
+** stored [out, in] already, so TRANSPOSED does not apply to it.  The
+** converter reads both forms (engine/convert_view.c). */
+enum {
+    RAD_MAP_TRANSPOSED = 0x100,
+    RAD_MAP_ROWS_EVEN = 0x200,
+    RAD_MAP_ROWS_ODD = 0x400
+};
+
 int rad_decl_name_map(RadBuilder *b, const char *weight, int mode,
                       const char *const *sources, int n_sources);
 

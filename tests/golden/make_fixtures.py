@@ -50,6 +50,8 @@ from transformers import (
     AutoModelForCausalLM,
     Gemma3ForCausalLM,
     Gemma3TextConfig,
+    GptOssConfig,
+    GptOssForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
@@ -340,15 +342,58 @@ CASES = {
             num_experts_per_tok=2,
         ),
     ),
+    # gpt-oss: attention sinks, q/k/v/o biases, layers alternating between a
+    # sliding window of 16 and full attention, YaRN (factor 4 over an
+    # original 32 positions, truncate false, as gpt-oss sets it), a router
+    # with a bias (top 2 of 8 logits, then a softmax over the two), experts
+    # with biases stored as gate_up_proj [E, hidden, 2 n_ff] (gate and up
+    # interleaved) and down_proj [E, n_ff, hidden], and the clamped SwiGLU
+    # with a limit of 2 so that the clamps take effect on these weights.
+    # head_dim 32 differs from hidden / heads; n_ff 32 is one MXFP4 block.
+    "gpt_oss": dict(
+        seed=8401,
+        cls=(GptOssConfig, GptOssForCausalLM),
+        transposed_experts=True,
+        config=dict(
+            COMMON,
+            num_hidden_layers=2,
+            head_dim=32,
+            intermediate_size=32,
+            vocab_size=512,
+            tie_word_embeddings=False,
+            rms_norm_eps=1e-5,
+            max_position_embeddings=128,
+            sliding_window=16,
+            layer_types=["sliding_attention", "full_attention"],
+            rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0,
+                             "original_max_position_embeddings": 32, "beta_fast": 32.0,
+                             "beta_slow": 1.0, "truncate": False},
+            num_local_experts=8,
+            num_experts_per_tok=2,
+            swiglu_limit=2.0,
+            pad_token_id=None,
+            eos_token_id=None,
+        ),
+    ),
 }
 
+SINK_STD = 1.0           # gpt-oss's attention sinks, logits ~ N(0, 1)
 
-def reinit(model, config, norm_center=1.0, post_norm_center=None):
+
+def reinit(model, config, norm_center=1.0, post_norm_center=None, transposed_experts=False):
     """Re-initialise every parameter (deterministic given the torch seed)."""
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
-            if name.endswith(".bias"):
+            if name.endswith((".bias", "_proj_bias")):   # gpt-oss's experts: gate_up_proj_bias, down_proj_bias
                 p.normal_(0.0, BIAS_STD)
+            elif name.endswith("self_attn.sinks"):
+                p.normal_(0.0, SINK_STD)
+            elif transposed_experts and name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+                # gpt-oss keeps experts as [n_expert, in, out]: fan_in is dim 1
+                gain = IN_GAIN if name.endswith("gate_up_proj") else OUT_GAIN
+                p.normal_(0.0, gain / p.shape[1] ** 0.5)
+            elif name.endswith(".router.weight"):   # gpt-oss's router [n_expert, hidden]
+                p.normal_(0.0, ROUTER_GAIN / p.shape[1] ** 0.5)
             elif post_norm_center is not None and (
                     "post_attention_layernorm" in name or "post_feedforward_layernorm" in name):
                 p.normal_(0.0, NORM_STD).add_(post_norm_center)   # Gemma's norms after a sublayer
@@ -384,7 +429,8 @@ def build(case, spec, seed):
     torch.manual_seed(seed)
     model = model_cls._from_config(config, attn_implementation="eager")
     model.to(torch.float32)
-    reinit(model, config, spec.get("norm_center", 1.0), spec.get("post_norm_center"))
+    reinit(model, config, spec.get("norm_center", 1.0), spec.get("post_norm_center"),
+           spec.get("transposed_experts", False))
     model.eval()
     return model
 

@@ -238,7 +238,7 @@ static void batched_sequences_equal_solo(void **state)
 {
     (void)state;
     static const char *names[] = {"llama", "qwen2", "qwen3", "mistral_window", "gemma3",
-                                  "qwen3moe", "qwen3moe_sparse_step", "olmoe", "mixtral"};
+                                  "qwen3moe", "qwen3moe_sparse_step", "olmoe", "mixtral", "gpt_oss"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         batched_equals_alone(names[i], "f32");
         batched_equals_alone(names[i], "f16");

@@ -27,7 +27,8 @@
 #include "../../engine/include/radiance.h"
 
 static const char *cases[] = {"llama", "llama3_scaled", "qwen2", "qwen3", "qwen3_window", "qwen3_yarn", "mistral",
-                              "mistral_window", "gemma3", "qwen3moe", "qwen3moe_sparse_step", "olmoe", "mixtral"};
+                              "mistral_window", "gemma3", "qwen3moe", "qwen3moe_sparse_step", "olmoe", "mixtral",
+                              "gpt_oss"};
 #define N_CASES (sizeof cases / sizeof *cases)
 
 static char fixtures[4096], workdir[4096];
@@ -235,10 +236,15 @@ static void f32_greedy_matches_hf(void **state)
 #define MOE_BF16_MAX_KL 6e-3
 #define MOE_Q8_0_MAX_KL 0.15
 #define MOE_F16_KV_MAX_KL 1.5e-5
+/* gpt-oss, measured 2026-12-02: bf16 5.1e-3 (its embedding, lm_head,
+** attention and experts rounded; the router, sinks and biases stay f32),
+** q8_0 4.8e-2, q4_0 1.1, f16 KV 3.4e-6; only bf16 needs a bound of its own
+** to keep the margin of about 3x. */
+#define GPT_OSS_BF16_MAX_KL 1.5e-2
 
 static int is_moe(const char *name)
 {
-    return strstr(name, "moe") != NULL || strcmp(name, "mixtral") == 0;
+    return strstr(name, "moe") != NULL || strcmp(name, "mixtral") == 0 || strcmp(name, "gpt_oss") == 0;
 }
 static void lossy_formats_within_pinned_kl(void **state)
 {
@@ -252,11 +258,27 @@ static void lossy_formats_within_pinned_kl(void **state)
     for (size_t f = 0; f < sizeof formats / sizeof *formats; f++)
         for (size_t c = 0; c < N_CASES; c++) {
             Result r = evaluate(cases[c], formats[f].quant, formats[f].kv_type, NULL, NULL);
+            double bound = is_moe(cases[c]) ? formats[f].moe_max_kl : formats[f].max_kl;
+            if (strcmp(cases[c], "gpt_oss") == 0 && strcmp(formats[f].quant, "bf16") == 0) bound = GPT_OSS_BF16_MAX_KL;
             print_message("%-14s %-4s kv %s: mean KL %.3g (bound %.3g), argmax mismatches %d\n", cases[c],
-                          formats[f].quant, formats[f].kv_type, r.mean_kl,
-                          is_moe(cases[c]) ? formats[f].moe_max_kl : formats[f].max_kl, r.argmax_mismatch);
-            assert_true(r.mean_kl <= (is_moe(cases[c]) ? formats[f].moe_max_kl : formats[f].max_kl));
+                          formats[f].quant, formats[f].kv_type, r.mean_kl, bound, r.argmax_mismatch);
+            assert_true(r.mean_kl <= bound);
         }
+}
+
+/* gpt-oss with its experts in mxfp4 and the rest in bf16 (the released
+** checkpoints' own formats; the gptoss plugin's "mxfp4"): within a pinned
+** KL of HF's f32 logits.  Measured 0.187 on 2026-12-02 (bf16 alone:
+** 5.1e-3, so the experts' 4-bit codes with power-of-two scales cost the
+** rest; q4_0 everywhere costs 1.1); the bound leaves about 2.7x. */
+#define GPT_OSS_MXFP4_MAX_KL 0.5
+static void gpt_oss_mxfp4_within_pinned_kl(void **state)
+{
+    (void)state;
+    Result r = evaluate("gpt_oss", "mxfp4", "f32", NULL, NULL);
+    print_message("%-14s mxfp4 kv f32: mean KL %.3g (bound %.3g), argmax mismatches %d\n", "gpt_oss", r.mean_kl,
+                  GPT_OSS_MXFP4_MAX_KL, r.argmax_mismatch);
+    assert_true(r.mean_kl <= GPT_OSS_MXFP4_MAX_KL);
 }
 
 static int setup(void **state)
@@ -287,6 +309,7 @@ int main(void)
         cmocka_unit_test(f32_greedy_matches_hf),
         cmocka_unit_test(gguf_rope_freqs_match_hf),
         cmocka_unit_test(lossy_formats_within_pinned_kl),
+        cmocka_unit_test(gpt_oss_mxfp4_within_pinned_kl),
     };
     return cmocka_run_group_tests_name("golden", tests, setup, teardown);
 }
