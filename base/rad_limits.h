@@ -24,8 +24,9 @@
 #define RAD_LIMIT_META_STRING_BYTES (1u << 20)
 
 /* The longest chat template (GGUF tokenizer.chat_template, chat_template.jinja,
-** tokenizer_config.json's chat_template): the largest published ones are
-** under 64 KiB; a template is parsed and rendered at every turn. */
+** tokenizer_config.json's chat_template, a .rad's tokenizer.bin; checked
+** wherever a tokenizer is loaded): the largest published ones are under
+** 64 KiB; a template is parsed and rendered at every turn. */
 #define RAD_LIMIT_CHAT_TEMPLATE_BYTES (1u << 20)
 
 /* Metadata keys in one file (GGUF key/value pairs, config.json leaves): real

@@ -4,9 +4,11 @@
 **
 ** Import (tokenizer_json.c, tokenizer_gguf.c) and storage (tokenizer_store.c)
 ** live beside this file; here is only what every producer shares: freeing,
-** and the check that the strings used as text are UTF-8.
+** and the check that the strings used as text are UTF-8 (and the chat
+** template within its limit).
 */
 #include "tokenizer.h"
+#include "rad_limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +104,17 @@ int rad_tokenizer_check_text(const RadTokenizer *t, const char *name)
             snprintf(field, sizeof field, "added token %d (id %d): its content", i, (int)t->added[i].id);
             return not_utf8(name, field, t->added[i].content, at);
         }
+    if (t->chat_template && (rc = rad_tokenizer_check_template_size(strlen(t->chat_template), name)))
+        return rc;
     if (t->chat_template && (at = bad_utf8_at(t->chat_template)) >= 0)
         return not_utf8(name, "the chat template", t->chat_template, at);
     return RAD_OK;
+}
+
+int rad_tokenizer_check_template_size(size_t len, const char *name)
+{
+    if (len <= RAD_LIMIT_CHAT_TEMPLATE_BYTES) return RAD_OK;
+    return rad_error_set(RAD_E_FORMAT, "%s: the chat template is %zu bytes, over the limit of %u bytes "
+                         "(RAD_LIMIT_CHAT_TEMPLATE_BYTES): the file is damaged or hostile; convert or download "
+                         "the model again", name ? name : "tokenizer", len, RAD_LIMIT_CHAT_TEMPLATE_BYTES);
 }

@@ -120,7 +120,16 @@ void rad_tokenizer_free(RadTokenizer *t);
 ** invalid.  Vocabulary entries are not checked: a byte-level vocabulary may
 ** hold raw bytes, and they are only compared and decoded, never matched.
 ** RAD_E_FORMAT with "NAME: FIELD is not valid UTF-8 ..." naming the first
-** bad string.  Every producer calls it; so does rad_text_create. */
+** bad string.  The chat template's length is checked here too
+** (rad_tokenizer_check_template_size).  Every producer calls it; so does
+** rad_text_create. */
 int rad_tokenizer_check_text(const RadTokenizer *t, const char *name);
+
+/* A chat template of `len` bytes against RAD_LIMIT_CHAT_TEMPLATE_BYTES (a
+** template is parsed and rendered at every turn): 0, or RAD_E_FORMAT with
+** "NAME: the chat template is N bytes, over the limit ...".  A loader calls
+** it before it copies a template; rad_tokenizer_check_text calls it too, so
+** no producer hands on a longer one. */
+int rad_tokenizer_check_template_size(size_t len, const char *name);
 
 #endif /* RAD_TOKENIZER_H */

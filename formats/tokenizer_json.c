@@ -25,6 +25,7 @@
 ** and the chat template.
 */
 #include "tokenizer.h"
+#include "rad_limits.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -667,6 +668,12 @@ static int read_config(Import *im, const char *config_json, size_t config_len)
         tpl = found;
     }
     if (json_is_string(tpl)) {
+        if (json_string_length(tpl) > RAD_LIMIT_CHAT_TEMPLATE_BYTES) {
+            rc = fail_config(RAD_E_FORMAT, "the chat_template for %s is %zu bytes, over the limit of %u bytes "
+                             "(RAD_LIMIT_CHAT_TEMPLATE_BYTES): the file is damaged or hostile", im->name,
+                             json_string_length(tpl), RAD_LIMIT_CHAT_TEMPLATE_BYTES);
+            goto done;
+        }
         if (has_nul(tpl)) {
             rc = fail_config(RAD_E_UNSUPPORTED, "a chat_template holding a NUL byte is not supported");
             goto done;

@@ -14,7 +14,7 @@
 ** bits), every string must end with its NUL inside the pool, every id must
 ** name a token, the sections must tile the blob exactly, and the strings
 ** used as text (patterns, arguments, added tokens, the chat template) must
-** be UTF-8.  A blob that fails any check is refused with a one-line message
+** be UTF-8, and the chat template within RAD_LIMIT_CHAT_TEMPLATE_BYTES.  A blob that fails any check is refused with a one-line message
 ** naming the field; none is read past.
 **
 ** Layout (all integers little-endian; docs/TOKENIZER.md has the table):
@@ -474,8 +474,15 @@ int rad_tokenizer_load(const void *data, size_t len, const char *name, RadTokeni
         if ((rc = pool_dup(&b, p + 12, &st->pattern)) || (rc = pool_dup(&b, p + 20, &st->arg))) goto fail;
     }
 
+    /* The template's size is checked before it is copied (the limit's
+    ** reason: a template is parsed and rendered at every turn). */
+    char field_name[512];
+    snprintf(field_name, sizeof field_name, "%.400s: tokenizer.bin", b.name);
     unsigned char tpl[8];
     memcpy(tpl, h + H_TEMPLATE_OFF, 8);
+    if (!(rd32(tpl) == NO_STRING && rd32(tpl + 4) == NO_STRING) &&
+        (rc = rad_tokenizer_check_template_size(rd32(tpl + 4), field_name)))
+        goto fail;
     if ((rc = pool_dup(&b, tpl, &t->chat_template))) goto fail;
 
     int32_t ids[4] = {t->unk_id, t->bos_id, t->eos_id, t->pad_id};
@@ -485,8 +492,6 @@ int rad_tokenizer_load(const void *data, size_t len, const char *name, RadTokeni
             goto fail;
         }
     /* The strings the pipeline uses as text must be UTF-8 (tokenizer.h). */
-    char field_name[512];
-    snprintf(field_name, sizeof field_name, "%.400s: tokenizer.bin", b.name);
     if ((rc = rad_tokenizer_check_text(t, field_name))) goto fail;
     if (!(t->source = strdup(b.name))) goto nomem;
     *out = t;

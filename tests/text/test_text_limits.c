@@ -18,6 +18,12 @@
 ** pattern past RAD_LIMIT_REGEX_PATTERN_BYTES is refused at create.  Every
 ** refusal is one line naming the limit and the tokenizer's file.
 **
+** Size (item 9): a chat template past RAD_LIMIT_CHAT_TEMPLATE_BYTES is
+** refused wherever a tokenizer is loaded, not only at GGUF import and
+** convert: from a .rad's tokenizer.bin blob (before it is copied), from a
+** tokenizer_config.json beside a tokenizer.json, and by rad_text_create
+** whatever produced the data.
+**
 ** The tokenizer is the llama fixture's (tests/golden/fixtures/llama:
 ** Split regex + ByteLevel, 1024 tokens), edited in memory.
 */
@@ -34,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rad_container.h"
 #include "rad_limits.h"
 #include "text/rad_text.h"
 #include "tokenizer.h"
@@ -477,6 +484,102 @@ static void test_real_patterns_inside_limits(void **state)
     rad_text_free(t);
 }
 
+/* ------------------------------------------------------------ size */
+
+/* The fixture's tokenizer with a chat template of `len` bytes, as a blob. */
+static void *blob_with_template(size_t len, size_t *blob_len)
+{
+    RadTokenizer *t = fixture();
+    free(t->chat_template);
+    t->chat_template = repeat("x", len);
+    void *blob = NULL;
+    assert_int_equal(rad_tokenizer_serialize(t, &blob, blob_len), 0);
+    rad_tokenizer_free(t);
+    return blob;
+}
+
+/* A .rad's tokenizer.bin whose chat template is one byte past the limit is
+** refused at load, naming the file, the blob and the limit; one at the
+** limit loads.  (Before, only GGUF import and convert checked the size: a
+** .rad written by anything else handed a template of any size on.) */
+static void test_blob_chat_template_limit(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    void *blob = blob_with_template(RAD_LIMIT_CHAT_TEMPLATE_BYTES, &len);
+    RadTokenizer *back = NULL;
+    assert_int_equal(rad_tokenizer_load(blob, len, "big.rad", &back), 0);
+    assert_int_equal(strlen(back->chat_template), RAD_LIMIT_CHAT_TEMPLATE_BYTES);
+    rad_tokenizer_free(back);
+    free(blob);
+
+    blob = blob_with_template(RAD_LIMIT_CHAT_TEMPLATE_BYTES + 1, &len);
+    back = NULL;
+    rad_error_clear();
+    assert_int_equal(rad_tokenizer_load(blob, len, "big.rad", &back), RAD_E_FORMAT);
+    assert_null(back);
+    expect_message("big.rad: tokenizer.bin", "chat template", "1048577 bytes", "RAD_LIMIT_CHAT_TEMPLATE_BYTES", NULL);
+    free(blob);
+}
+
+/* The same through a whole .rad file, the way run, chat and tokenize open
+** a model's tokenizer (rad_text_open_path -> rad_text_from_container). */
+static void test_rad_file_chat_template_limit(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rad-text-limits-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/big.rad", dir);
+    size_t len = 0;
+    void *blob = blob_with_template(RAD_LIMIT_CHAT_TEMPLATE_BYTES + 1, &len);
+    RadContainerWriter *w = NULL;
+    assert_int_equal(rad_container_create(path, &w), 0);
+    assert_int_equal(rad_container_add_blob(w, "tokenizer.bin", blob, len), 0);
+    assert_int_equal(rad_container_finish(w), 0);
+    free(blob);
+    RadText *t = NULL;
+    rad_error_clear();
+    int rc = rad_text_open_path(path, &t);
+    if (rc != RAD_E_FORMAT) fail_msg("open returned %d (%s)", rc, rad_error_message());
+    assert_null(t);
+    expect_message(path, "tokenizer.bin", "chat template", "RAD_LIMIT_CHAT_TEMPLATE_BYTES", NULL);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* tokenizer_config.json's chat_template, read beside a tokenizer.json (a
+** bare tokenizer, or a .rad written before tokenizer.bin existed), is
+** refused before it is copied; and rad_text_create refuses a template past
+** the limit from any producer. */
+static void test_json_and_create_chat_template_limit(void **state)
+{
+    (void)state;
+    char *tpl = repeat("x", RAD_LIMIT_CHAT_TEMPLATE_BYTES + 1);
+    json_t *config = json_pack("{s:s}", "chat_template", tpl);
+    char *cj = json_dumps(config, JSON_COMPACT);
+    json_decref(config);
+    RadTokenizer *d = NULL;
+    rad_error_clear();
+    assert_int_equal(rad_tokenizer_from_json(fixture_json, fixture_len, cj, strlen(cj), "big/tokenizer.json", &d),
+                     RAD_E_FORMAT);
+    assert_null(d);
+    expect_message("tokenizer_config.json", "big/tokenizer.json", "chat_template", "RAD_LIMIT_CHAT_TEMPLATE_BYTES",
+                   NULL);
+    free(cj);
+
+    d = fixture();
+    free(d->chat_template);
+    d->chat_template = tpl;
+    free(d->source);
+    d->source = strdup("made/by/hand");
+    RadText *t = NULL;
+    rad_error_clear();
+    assert_int_equal(rad_text_create(d, &t), RAD_E_FORMAT);
+    assert_null(t);
+    expect_message("made/by/hand", "chat template", "RAD_LIMIT_CHAT_TEMPLATE_BYTES", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +594,9 @@ int main(void)
         cmocka_unit_test(test_jit_stack_falls_back),
         cmocka_unit_test(test_pattern_length_limit),
         cmocka_unit_test(test_real_patterns_inside_limits),
+        cmocka_unit_test(test_blob_chat_template_limit),
+        cmocka_unit_test(test_rad_file_chat_template_limit),
+        cmocka_unit_test(test_json_and_create_chat_template_limit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
