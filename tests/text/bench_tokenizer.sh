@@ -31,7 +31,7 @@ trap 'rm -rf "$work"' EXIT
 
 cc ${CFLAGS:--O2} -std=c11 -D_GNU_SOURCE -I"$src/base" -I"$src/formats" -I"$src/engine" \
     -o "$work/bench" "$here/bench_tokenizer.c" \
-    -Wl,--whole-archive "$src/build/libradcore.a" -Wl,--no-whole-archive -ljansson -lpcre2-8 -lutf8proc -ldl -lm
+    -Wl,--whole-archive "$src/build/libradcore.a" -Wl,--no-whole-archive -ljansson -lpcre2-8 -lutf8proc -lcrypto -ldl -lm
 
 # The mixed text.
 python3 - "$here/corpus.jsonl" "$work/text.txt" <<'EOF'
