@@ -305,7 +305,7 @@ $(OPS_TESTS): $(wildcard tests/ops/*.h)
 # flags by the cpu rule above), the CPUID probe, the quantizers that make
 # its weights and the GGUF reader for real model rows.
 KQ_TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard kernels/cpu/dot_kquants*.c kernels/cpu/act_q8k*.c) \
-    kernels/cpu/cpu_features.c formats/quantize.c formats/quantize_kquants.c formats/quantize_kref.c formats/gguf.c \
+    kernels/cpu/cpu_features.c formats/quantize.c formats/quantize_kquants.c formats/quantize_kref.c formats/quantize_mxfp4.c formats/gguf.c \
     formats/file_access.c)
 $(BUILD)/tests/ops/test_cpu_kquants: $(KQ_TEST_OBJ) $(wildcard kernels/cpu/*.h)
 $(BUILD)/tests/ops/test_cpu_kquants: TESTLIBS = $(KQ_TEST_OBJ) -lcmocka $(LDLIBS)
@@ -319,7 +319,7 @@ $(BUILD)/tests/ops/test_cpu_kquants: TESTLIBS = $(KQ_TEST_OBJ) -lcmocka $(LDLIBS
 # build/neon/ and runs them under qemu-user (Debian: gcc-aarch64-linux-gnu,
 # libc6-dev-arm64-cross, qemu-user).
 CPU_TEST_OBJ := $(BUILD)/obj/formats/quantize.o $(BUILD)/obj/formats/quantize_kquants.o \
-    $(BUILD)/obj/formats/quantize_kref.o
+    $(BUILD)/obj/formats/quantize_kref.o $(BUILD)/obj/formats/quantize_mxfp4.o
 $(BUILD)/tests/ops/test_cpu: $(CPU_TEST_OBJ)
 $(BUILD)/tests/ops/test_cpu: TESTLIBS = $(CPU_TEST_OBJ) -lpthread -ldl -lm
 # tests/ops/test_invariance.c: every op, ref and cpu, each row against the
@@ -330,7 +330,7 @@ $(BUILD)/tests/ops/test_invariance: TESTLIBS = $(CPU_TEST_OBJ) -lcmocka -lpthrea
 NEON_BUILD ?= $(BUILD)/neon
 NEON_CC    ?= aarch64-linux-gnu-gcc
 NEON_SRC   := tests/ops/test_cpu.c $(filter-out base/encoding.c,$(REF_SRC)) base/encoding.c base/error.c \
-    formats/quantize.c formats/quantize_kquants.c formats/quantize_kref.c
+    formats/quantize.c formats/quantize_kquants.c formats/quantize_kref.c formats/quantize_mxfp4.c
 $(BUILD)/tests/ops/test_cpu_neon: $(NEON_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(NEON_SRC) -lpthread -ldl -lm
@@ -340,7 +340,7 @@ $(BUILD)/tests/ops/test_cpu_ops_neon: $(NEON_OPS_SRC) $(HEADERS) tests/ops/cmock
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/ops/cmocka_lite -o $@ $(NEON_OPS_SRC) -lpthread -ldl -lm
 NEON_INV_SRC := tests/ops/test_invariance.c $(filter-out base/encoding.c,$(REF_SRC)) base/encoding.c base/error.c \
-    formats/quantize.c formats/quantize_kquants.c formats/quantize_kref.c
+    formats/quantize.c formats/quantize_kquants.c formats/quantize_kref.c formats/quantize_mxfp4.c
 $(BUILD)/tests/ops/test_invariance_neon: $(NEON_INV_SRC) $(HEADERS) tests/ops/cmocka_lite/cmocka.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/ops/cmocka_lite -o $@ $(NEON_INV_SRC) -lpthread -ldl -lm
