@@ -210,12 +210,29 @@ void *rad_convert_view(const RadCheckpoint *ck, const RadWeightEntry *w, int enc
     int ok = v.rank == w->d.rank;
     for (int d = 0; ok && d < v.rank; d++) ok = v.shape[d] == (select && d == od ? 2 : 1) * w->d.shape[d];
     if (!ok) {
-        char have[96], want[96];
-        shape_text(v.shape, v.rank, have, sizeof have);
-        shape_text(w->d.shape, w->d.rank, want, sizeof want);
-        rad_error_set(RAD_E_FORMAT, "tensor '%s'%s has shape %s%s; the config says '%s' is %s%s", v.t->name,
-                      v.scales ? " (MXFP4 blocks)" : "", have, v.transposed ? " read transposed" : "", w->name, want,
-                      select ? " from every second entry of dim 1" : "");
+        /* name the shape the checkpoint's tensor should have, in its own layout */
+        int64_t src[8];
+        int src_rank = w->d.rank;
+        memcpy(src, w->d.shape, sizeof w->d.shape);
+        if (select) src[od] *= 2;
+        if (v.transposed) {
+            int64_t t = src[src_rank - 1];
+            src[src_rank - 1] = src[src_rank - 2];
+            src[src_rank - 2] = t;
+        }
+        if (v.scales) {                     /* blocks: [..., rows, cols / 32, 16] */
+            src[src_rank] = MX_BLOCK / 2;
+            src[src_rank - 1] /= MX_BLOCK;
+            src_rank++;
+        }
+        char have[96], want[96], decl[96];
+        shape_text(v.t->shape, v.t->rank, have, sizeof have);
+        shape_text(src, src_rank, want, sizeof want);
+        shape_text(w->d.shape, w->d.rank, decl, sizeof decl);
+        rad_error_set(RAD_E_FORMAT, "tensor '%s' has shape %s; the config makes '%s' %s, read from a tensor of shape "
+                      "%s%s%s%s", v.t->name, have, w->name, decl, want, v.transposed ? " (stored [in, out])" : "",
+                      select ? (parity ? " (its odd entries of dim 1)" : " (its even entries of dim 1)") : "",
+                      v.scales ? " (MXFP4 blocks)" : "");
         return NULL;
     }
 

@@ -342,7 +342,10 @@ int rad_decl_name_map(RadBuilder *b, const char *weight, int mode, const char *c
     Line l;
     FILE *f = line_open(&l);
     fprintf(f, "map %s ", weight);
-    put_enum(f, mode, map_mode_names, N_NAMES(map_mode_names));
+    put_enum(f, mode & 0xff, map_mode_names, N_NAMES(map_mode_names));
+    if (mode & RAD_MAP_TRANSPOSED) fputs("+transposed", f);
+    if (mode & RAD_MAP_ROWS_EVEN) fputs("+rows_even", f);
+    if (mode & RAD_MAP_ROWS_ODD) fputs("+rows_odd", f);
     for (int i = 0; i < n_sources; i++) fprintf(f, " %s", sources[i]);
     line_to_log(b, &l);
 

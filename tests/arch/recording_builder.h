@@ -19,7 +19,7 @@
 ** Log lines, one per call, in call order:
 **   weight <name> enc=<enc> shape=[d0,d1] access=<access> group=<g> optional=<0|1>
 **          [shard=<row|col>] [row_parts=a,b] [source=<viewed weight>]
-**   map <weight> <COPY|CONCAT> <source> [<source> ...]
+**   map <weight> <COPY|CONCAT>[+transposed][+rows_even|+rows_odd] <source> [<source> ...]
 **   buffer <name> kind=<transient|persist|derived> enc=<enc> rows=<r> cols=<c> [derive=<what>]
 **   kv_group <name> kind=<full|window|...> n_head_kv=<n> head_dim=<d> window=<w>
 **   bind_kv layer=<l> group=<name>

@@ -7,6 +7,7 @@ that one thing.
 
   craft.py drop-tensor SRC DST NAME       safetensors without tensor NAME
   craft.py reshape-tensor SRC DST NAME    NAME with its dimensions swapped
+  craft.py set-byte SRC DST NAME I V      byte I of tensor NAME's data set to V
   craft.py header-len SRC DST N           the 8-byte header length set to N
   craft.py truncate FILE N                cut FILE to N bytes
   craft.py rad-version FILE V             overwrite a .rad's version field
@@ -62,6 +63,14 @@ def main():
         header, data = read_st(src)
         header[name]["shape"] = list(reversed(header[name]["shape"]))
         write_st(dst, header, data)
+    elif cmd == "set-byte":
+        src, dst, name, i, v = args
+        header, data = read_st(src)
+        begin, end = header[name]["data_offsets"]
+        assert 0 <= int(i) < end - begin, (name, i)
+        data = bytearray(data)
+        data[begin + int(i)] = int(v)
+        write_st(dst, header, bytes(data))
     elif cmd == "header-len":
         src, dst, n = args
         shutil.copyfile(src, dst)

@@ -375,7 +375,21 @@ CASES = {
             eos_token_id=None,
         ),
     ),
+    # The same gpt-oss in the released checkpoints' form: every expert matrix
+    # MXFP4 (experts.gate_up_proj_blocks + _scales, down_proj_blocks +
+    # _scales: u8, HF's nibble order, quantized by ggml's rule) and a
+    # quantization_config naming mxfp4.  The logits are HF's from the
+    # dequantized experts, and the reload check loads the folder through
+    # transformers' own MXFP4 reader (Mxfp4Config(dequantize=True)).
+    "gpt_oss_mxfp4": dict(
+        seed=8501,
+        cls=(GptOssConfig, GptOssForCausalLM),
+        transposed_experts=True,
+        mxfp4_experts=True,
+        config=None,   # gpt_oss's, filled in below
+    ),
 }
+CASES["gpt_oss_mxfp4"]["config"] = CASES["gpt_oss"]["config"]
 
 SINK_STD = 1.0           # gpt-oss's attention sinks, logits ~ N(0, 1)
 
@@ -418,6 +432,46 @@ def reinit(model, config, norm_center=1.0, post_norm_center=None, transposed_exp
                 raise RuntimeError(f"unexpected parameter {name} {tuple(p.shape)}")
 
 
+FP4_VALUES = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float32)
+
+
+def mxfp4_quantize(w):
+    """w [..., rows, cols] (cols a multiple of 32) as Hugging Face's MXFP4
+    tensors: blocks u8 [..., rows, cols/32, 16] (element 2i in the low
+    nibble of byte i, 2i+1 in the high one) and scales u8 [..., rows,
+    cols/32] (E8M0, 2^(s-127)).  The scale and code choice are ggml's
+    (quantize_row_mxfp4_ref): s = floor(log2(amax)) - 2 + 127, then the
+    nearest of the 16 values, the lower code on a tie."""
+    w = w.detach().float().numpy()
+    *pre, rows, cols = w.shape
+    b = w.reshape(*pre, rows, cols // 32, 32)
+    amax = np.abs(b).max(-1)
+    e = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, 1))) - 2 + 127, 0)
+    e = np.clip(e, 0, 254).astype(np.int32)
+    step = np.ldexp(np.float32(1), e - 127).astype(np.float32)
+    err = np.abs(FP4_VALUES * step[..., None, None] - b[..., None])
+    codes = err.argmin(-1).astype(np.uint8)          # argmin: the first (lower) code on a tie
+    blocks = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return (torch.from_numpy(np.ascontiguousarray(blocks)),
+            torch.from_numpy(np.ascontiguousarray(e.astype(np.uint8))))
+
+
+def mxfp4_experts(model):
+    """Quantize every gpt-oss expert matrix to MXFP4 and put back the values
+    transformers' own dequantizer gives for it; returns the packed tensors
+    by checkpoint name."""
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    packed = {}
+    for name, p in model.named_parameters():
+        if name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+            blocks, scales = mxfp4_quantize(p.transpose(1, 2))   # stored [E, out, in]
+            with torch.no_grad():
+                p.copy_(convert_moe_packed_tensors(blocks, scales, dtype=torch.float32))
+            packed[name + "_blocks"] = blocks
+            packed[name + "_scales"] = scales
+    return packed
+
+
 def top2_gaps(logits):
     top2 = torch.topk(logits, 2, dim=-1).values
     return top2[..., 0] - top2[..., 1]
@@ -431,6 +485,7 @@ def build(case, spec, seed):
     model.to(torch.float32)
     reinit(model, config, spec.get("norm_center", 1.0), spec.get("post_norm_center"),
            spec.get("transposed_experts", False))
+    model.packed = mxfp4_experts(model) if spec.get("mxfp4_experts") else None
     model.eval()
     return model
 
@@ -523,6 +578,23 @@ def make(case, spec):
     if "max_shard_size" in spec:
         save_kw["max_shard_size"] = spec["max_shard_size"]
     model.save_pretrained(d, **save_kw)
+    if model.packed:
+        # the experts as MXFP4 tensors, in place of the float ones
+        from safetensors.torch import load_file, save_file
+        path = os.path.join(d, "model.safetensors")
+        tensors = {k: v for k, v in load_file(path).items()
+                   if not k.endswith(("experts.gate_up_proj", "experts.down_proj"))}
+        tensors.update(model.packed)
+        save_file(tensors, path, metadata={"format": "pt"})
+        with open(os.path.join(d, "config.json")) as f:
+            cfg = json.load(f)
+        cfg["quantization_config"] = {
+            "quant_method": "mxfp4",
+            "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                       "model.embed_tokens", "lm_head"]}
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f, indent=2)
+            f.write("\n")
 
     with open(os.path.join(d, "tokens.txt"), "w") as f:
         f.write(",".join(str(int(t)) for t in tokens) + "\n")
@@ -553,8 +625,11 @@ def make(case, spec):
         assert len(shards) >= 2 and "model.safetensors.index.json" in files, files
     size = dir_bytes(d)
     assert size < MAX_DIR_BYTES, f"{case}: {size} bytes >= {MAX_DIR_BYTES}"
+    extra = {}
+    if model.packed:   # through transformers' own MXFP4 reader
+        extra["quantization_config"] = transformers.Mxfp4Config(dequantize=True)
     reloaded = AutoModelForCausalLM.from_pretrained(
-        d, attn_implementation="eager", dtype=torch.float32
+        d, attn_implementation="eager", dtype=torch.float32, **extra
     ).eval()
     with torch.no_grad():
         rl = reloaded(tokens[None]).logits[0].float()
