@@ -37,6 +37,7 @@ WEAK int cpu_mul(const RadKernelArgs *a);
 WEAK int cpu_scale_rows(const RadKernelArgs *a);
 WEAK int cpu_silu_mul(const RadKernelArgs *a);
 WEAK int cpu_gelu_mul(const RadKernelArgs *a);
+WEAK int cpu_swiglu_oai(const RadKernelArgs *a);
 WEAK int cpu_rope(const RadKernelArgs *a);
 WEAK int cpu_kv_store(const RadKernelArgs *a);
 WEAK int cpu_attn_paged(const RadKernelArgs *a);
@@ -93,6 +94,7 @@ static const RadKernelRow all_rows[] = {
     ROW("scale_rows", cpu_scale_rows),
     ROW("silu_mul", cpu_silu_mul),
     ROW("gelu_mul", cpu_gelu_mul),
+    ROW("swiglu_oai", cpu_swiglu_oai),
     ROW("rope", cpu_rope),
     ROW("kv_store", cpu_kv_store),
     {.op = "attn_paged", .name = "attn_paged", .priority = PRIORITY, .domain = RAD_DOMAIN_HOST,
