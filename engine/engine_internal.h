@@ -18,6 +18,7 @@
 #ifndef RAD_ENGINE_INTERNAL_H
 #define RAD_ENGINE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
@@ -133,6 +134,7 @@ typedef struct RadRelayoutCopy {
     int (*relayout)(const RadTensor *weight, void *dst);    /* which layout */
     void *data;
     size_t bytes;
+    atomic_int ready;                   /* written in full: until then launches get the stored bytes */
 } RadRelayoutCopy;
 
 typedef struct RadWeightEntry {
@@ -257,12 +259,36 @@ typedef struct RadRelayoutJob {
     int rc;
     int owner;                          /* the weight's releasing job, or -1: it gives the pages back */
     atomic_int left;                    /* on the releasing job: the weight's copies still being made */
+    atomic_int pieces_left;             /* of this copy, still being written (relayout.c splits large ones) */
+    atomic_int piece_rc;                /* the first failure among them */
+    int later;                          /* made after the model opens (relayout_same_bits rows) */
+    int copy;                           /* its entry in w->copies */
 } RadRelayoutJob;
+
+/* A run of a copy's rows that one task writes (the whole copy when its row
+** cannot split it). */
+typedef struct RadRelayoutPiece {
+    int job;
+    int64_t row0, rows;                 /* rows = 0: the whole weight */
+    size_t offset;                      /* into the job's copy */
+} RadRelayoutPiece;
 
 typedef struct RadRelayoutList {
     RadRelayoutJob *job;
     int n, cap;
+    RadRelayoutPiece *piece;
+    int n_pieces;
 } RadRelayoutList;
+
+/* The copies made after the model opens: their jobs and pieces, and the
+** thread that writes them (relayout.c). */
+typedef struct RadRelayoutLater {
+    RadRelayoutList list;               /* pieces [first, list.n_pieces) are the later ones */
+    int first;
+    pthread_t thread;
+    int started, joined;
+    atomic_int stop;
+} RadRelayoutLater;
 
 /* Every copy the selected rows ask for, one per (weight, relayout function). */
 int  rad_relayout_list(RadBuilder *b, RadRelayoutList *list);
@@ -270,7 +296,11 @@ void rad_relayout_list_free(RadRelayoutList *list);
 /* Make the chosen copies on `pool`; a weight that only its copies serve
 ** gives its mapped pages back as soon as its last copy is written, so the
 ** load never holds much more than the plan (docs/RESIDENCY.md). */
-int  rad_relayout_make(RadBuilder *b, struct RadPool *pool, RadRelayoutList *list);
+int  rad_relayout_make(RadBuilder *b, struct RadPool *pool, RadRelayoutList *list, int mode,
+                       RadRelayoutLater **later);
+/* Stop (stop = 1) or finish the later copies, then free them; NULL is fine. */
+void rad_relayout_later_finish(RadRelayoutLater *later, int stop);
+void rad_relayout_later_free(RadRelayoutLater *later);
 
 /* ---------------------------------------------------------- residency.c */
 
@@ -433,6 +463,7 @@ struct RadEngine {
     char model_id[65];          /* sha256 hex of what makes this model this model */
     size_t scratch_bytes;
     RadResidency residency;             /* where the bytes live (residency.c) */
+    RadRelayoutLater *copies_later;     /* copies still being made after open (relayout.c) */
 };
 
 struct RadCtx {

@@ -240,6 +240,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
 void rad_engine_close(RadEngine *e)
 {
     if (!e) return;
+    rad_relayout_later_free(e->copies_later);      /* its thread writes into the weights' copies */
     rad_kv_pool_free(&e->kv);
     rad_text_free(e->text);
     if (e->plugin) e->plugin->release(e->instance);     /* before its tables go */
@@ -252,6 +253,17 @@ void rad_engine_close(RadEngine *e)
     free(e->step_tokens); free(e->positions); free(e->token_seq); free(e->out_ids); free(e->cu_seqlens);
     free(e->seq_ids); free(e->state_slots); free(e->step_items); free(e->kv_tables); free(e->views);
     free(e);
+}
+
+void rad_engine_wait_copies(RadEngine *e) { rad_relayout_later_finish(e->copies_later, 0); }
+
+int rad_engine_copies_pending(const RadEngine *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->b.n_weights; i++)
+        for (int c = 0; c < e->b.weights[i].n_copies; c++)
+            n += !atomic_load(&e->b.weights[i].copies[c].ready);
+    return n;
 }
 
 const RadModelMeta *rad_engine_meta(const RadEngine *e) { return &e->meta; }

@@ -9,6 +9,16 @@
 ** other row the mapped bytes.  Why a copy at all: a kernel can read eight
 ** interleaved rows as one stream and keep their sums in one register
 ** (kernels/cpu/x8.c); the file keeps the canonical layout.
+**
+** When.  A row that gives the same bits from the stored weight as from its
+** copy (RadKernelRow.relayout_same_bits) runs on the stored bytes until the
+** copy is written, and its copies are written after the model opens, by a
+** thread of their own (RadEngineOptions.copies): a copy is mostly fresh
+** pages, and on the machines this runs on those cost more than the copying,
+** so opening waits only for copies whose rows need them.  A copy marked
+** ready is whole; issue.c hands it out only then.  A large copy whose row
+** is row-local (relayout_rows) is cut into pieces that the pool's threads
+** write at once.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +53,8 @@ const RadRelayoutCopy *rad_relayout_copy(const RadWeightEntry *w, const RadKerne
 {
     if (!row->relayout) return NULL;
     for (int c = 0; c < w->n_copies; c++)
-        if (w->copies[c].relayout == row->relayout) return &w->copies[c];
+        if (w->copies[c].relayout == row->relayout)
+            return atomic_load_explicit(&w->copies[c].ready, memory_order_acquire) ? &w->copies[c] : NULL;
     return NULL;
 }
 
@@ -60,18 +71,66 @@ static void *alloc_copy(size_t bytes)
     return data;
 }
 
-/* One copy; the weight's last one to finish gives its mapped pages back,
+/* A copy larger than this is written by several tasks at once, when its
+** row allows (RadKernelRow.relayout_rows): a model's largest weight (the
+** vocabulary's head, often half the file) would otherwise keep one thread
+** copying while the others wait, and a load is mostly that wait. */
+#define PIECE_BYTES ((size_t)4 << 20)
+
+/* One piece of one copy.  The piece that finishes a copy counts it off its
+** weight; the weight's last copy to finish gives its mapped pages back,
 ** while the other copies are still being written, so the peak of a load is
 ** the plan's figure plus the weights in flight, not the file plus every copy. */
 static void relayout_task(void *ctx, int i)
 {
     RadRelayoutList *list = ctx;
-    RadRelayoutJob *j = &list->job[i];
-    if (!j->chosen) return;
-    j->rc = j->row->relayout(&j->stored, j->dst);
+    const RadRelayoutPiece *p = &list->piece[i];
+    RadRelayoutJob *j = &list->job[p->job];
+    int rc;
+    if (p->rows) {
+        RadTensor part = j->stored;
+        part.data = (unsigned char *)part.data + p->row0 * part.row_bytes;
+        part.shape[0] = p->rows;
+        rc = j->row->relayout(&part, (unsigned char *)j->dst + p->offset);
+    } else {
+        rc = j->row->relayout(&j->stored, j->dst);
+    }
+    if (rc) {
+        int none = 0;
+        atomic_compare_exchange_strong(&j->piece_rc, &none, rc);
+    }
+    if (atomic_fetch_sub(&j->pieces_left, 1) != 1) return;
+    j->rc = atomic_load(&j->piece_rc);
+    if (!j->rc) atomic_store_explicit(&j->w->copies[j->copy].ready, 1, memory_order_release);
     if (j->rc || j->owner < 0) return;
     RadRelayoutJob *owner = &list->job[j->owner];
     if (atomic_fetch_sub(&owner->left, 1) == 1) rad_file_drop(owner->w->data, (uint64_t)owner->stored_bytes);
+}
+
+/* The pieces of job j, appended to list->piece (sized for the worst case). */
+static void add_pieces(RadRelayoutList *list, int job)
+{
+    RadRelayoutJob *j = &list->job[job];
+    const int64_t unit = j->row->relayout_rows, N = j->stored.shape[0];
+    int64_t rows = 0;
+    if (unit > 0 && j->stored.rank == 2 && !j->stored.n_slices && N % unit == 0 && j->bytes > PIECE_BYTES) {
+        int64_t units_per_piece = (int64_t)(PIECE_BYTES / (j->bytes / (size_t)(N / unit)));
+        rows = (units_per_piece > 0 ? units_per_piece : 1) * unit;
+    }
+    if (!rows || rows >= N) {
+        list->piece[list->n_pieces++] = (RadRelayoutPiece){.job = job};
+        atomic_init(&j->pieces_left, 1);
+        return;
+    }
+    int count = 0;
+    for (int64_t row0 = 0; row0 < N; row0 += rows, count++) {
+        RadTensor head = j->stored;
+        head.shape[0] = row0;
+        size_t offset = row0 ? j->row->relayout_bytes(&head) : 0;
+        list->piece[list->n_pieces++] =
+            (RadRelayoutPiece){.job = job, .row0 = row0, .rows = row0 + rows <= N ? rows : N - row0, .offset = offset};
+    }
+    atomic_init(&j->pieces_left, count);
 }
 
 /* Whether every band of every op reading w runs a row that wants its own
@@ -145,15 +204,58 @@ int rad_relayout_list(RadBuilder *b, RadRelayoutList *list)
     return rc;
 }
 
+static void *later_thread(void *arg);
+
+void rad_relayout_later_finish(RadRelayoutLater *later, int stop)
+{
+    if (!later || later->joined) return;
+    if (stop) atomic_store(&later->stop, 1);
+    if (later->started) pthread_join(later->thread, NULL);
+    else if (!stop) later_thread(later);
+    later->joined = 1;
+}
+
+void rad_relayout_later_free(RadRelayoutLater *later)
+{
+    if (!later) return;
+    rad_relayout_later_finish(later, 1);
+    rad_relayout_list_free(&later->list);
+    free(later);
+}
+
 void rad_relayout_list_free(RadRelayoutList *list)
 {
     free(list->job);
+    free(list->piece);
     memset(list, 0, sizeof *list);
 }
 
-int rad_relayout_make(RadBuilder *b, RadPool *pool, RadRelayoutList *list)
+/* Whether job i may be made after the model opens: its row gives the same
+** bits from the stored weight, so nothing a step computes depends on when
+** the copy lands, and until then the row runs on the stored bytes.  Every
+** such copy is: a fresh page costs more than the copying on a virtual
+** machine (first touches are faults the host serves), and a model's first
+** prompt needs its weights once, stored or not (docs/RESIDENCY.md).  A
+** weight whose copies give its pages back does so when the last one lands,
+** which is safe while a step still reads it: the mapping is of the file,
+** read-only, and refaults. */
+static int may_wait(const RadRelayoutList *list, int i)
+{
+    return list->job[i].row->relayout_same_bits;
+}
+
+static void *later_thread(void *arg)
+{
+    RadRelayoutLater *later = arg;
+    for (int i = later->first; i < later->list.n_pieces && !atomic_load(&later->stop); i++)
+        relayout_task(&later->list, i);
+    return NULL;
+}
+
+int rad_relayout_make(RadBuilder *b, RadPool *pool, RadRelayoutList *list, int mode, RadRelayoutLater **later)
 {
     (void)b;
+    *later = NULL;
     int rc = RAD_OK;
     for (int i = 0; i < list->n && !rc; i++) {
         RadRelayoutJob *j = &list->job[i];
@@ -168,8 +270,10 @@ int rad_relayout_make(RadBuilder *b, RadPool *pool, RadRelayoutList *list)
             break;
         }
         /* listed before it is written: a failed job leaves it to the weight's free */
-        j->w->copies[j->w->n_copies++] =
-            (RadRelayoutCopy){.relayout = j->row->relayout, .data = j->dst, .bytes = j->bytes};
+        j->copy = j->w->n_copies++;
+        j->w->copies[j->copy] = (RadRelayoutCopy){.relayout = j->row->relayout, .data = j->dst, .bytes = j->bytes};
+        atomic_init(&j->w->copies[j->copy].ready, 0);
+        j->later = mode != RAD_COPIES_AT_OPEN && may_wait(list, i);
     }
     /* A weight whose every layout is chosen and that nothing reads as stored
     ** gives its pages back once its copies exist. Its jobs chain through
@@ -186,7 +290,37 @@ int rad_relayout_make(RadBuilder *b, RadPool *pool, RadRelayoutList *list)
     }
     for (int i = 0; i < list->n; i++)
         if (list->job[i].owner >= 0 && atomic_load(&list->job[list->job[i].owner].left) <= 0) list->job[i].owner = -1;
-    if (!rc && list->n) rad_pool_parallel_for(pool, list->n, relayout_task, list);
+    /* The pieces: at most one per PIECE_BYTES of a copy, plus one per copy. */
+    size_t most = 0;
+    for (int i = 0; i < list->n && !rc; i++)
+        if (list->job[i].chosen) most += list->job[i].bytes / PIECE_BYTES + 2;
+    if (!rc && most) {
+        list->piece = malloc(most * sizeof *list->piece);
+        if (!list->piece) rc = rad_error_set(RAD_E_NOMEM, "out of memory listing the weight copies");
+    }
+    /* the copies made now first, then the later ones */
+    for (int i = 0; i < list->n && !rc; i++) {
+        atomic_init(&list->job[i].piece_rc, 0);
+        if (list->job[i].chosen && !list->job[i].later) add_pieces(list, i);
+    }
+    int now = list->n_pieces;
+    for (int i = 0; i < list->n && !rc; i++)
+        if (list->job[i].chosen && list->job[i].later) add_pieces(list, i);
+    if (!rc && now) rad_pool_parallel_for(pool, now, relayout_task, list);
+    if (!rc && list->n_pieces > now) {
+        RadRelayoutLater *l = calloc(1, sizeof *l);
+        if (!l) return rad_error_set(RAD_E_NOMEM, "out of memory for the weight copies made after open");
+        l->list = *list;                    /* the jobs and pieces move to the thread */
+        memset(list, 0, sizeof *list);
+        l->first = now;
+        atomic_init(&l->stop, 0);
+        *later = l;
+        if (mode == RAD_COPIES_BACKGROUND) {
+            if (pthread_create(&l->thread, NULL, later_thread, l) == 0) l->started = 1;
+            else later_thread(l);           /* no thread to be had: make them now */
+        }
+        return RAD_OK;
+    }
     for (int i = 0; i < list->n && !rc; i++)
         if (list->job[i].chosen && list->job[i].rc)
             rc = rad_error_set(list->job[i].rc, "kernel %s could not relayout weight '%s' (%s)", list->job[i].row->name,

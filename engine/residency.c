@@ -169,7 +169,7 @@ int rad_residency_plan(RadEngine *e)
         snprintf(r->why, sizeof r->why, "%d of %d copies (%.2f GB) left out: the budget of %.2f GB is full",
                  r->n_skipped, list.n, r->copies_skipped / 1e9, r->budget / 1e9);
     r->resident = need;
-    rc = rad_relayout_make(b, e->pool, &list);
+    rc = rad_relayout_make(b, e->pool, &list, e->opt.copies, &e->copies_later);
     rad_relayout_list_free(&list);
     return rc;
 }

@@ -216,6 +216,15 @@ typedef struct RadKernelRow {
     /* grown in ABI 3 (zero = off) */
     int slices_ok;                  /* reads a stacked weight's slices through RadTensor.slices,
                                     ** wherever each lives (streamed experts); 0 = contiguous only */
+    int relayout_rows;              /* the relayout is row-local in runs of this many rows: the
+                                    ** copy of rows [a, b) of a 2-D weight (a, b multiples of it)
+                                    ** is bytes relayout_bytes(rows [0, a)) .. relayout_bytes(rows
+                                    ** [0, b)) of the whole copy, so the core may write one large
+                                    ** copy on every thread at once; 0 = whole weights only */
+    int relayout_same_bits;         /* a launch gives the same bits from the stored weight as
+                                    ** from this row's copy of it, so the core may launch on the
+                                    ** stored bytes until the copy is made (a large copy is then
+                                    ** made after the model opens); 0 = the copy comes first */
 } RadKernelRow;
 
 /* What a library exports, as one symbol: `rad_kernel_library`. */

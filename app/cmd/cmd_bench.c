@@ -810,6 +810,9 @@ int rad_cmd_bench(int argc, char **argv)
     float *logits = NULL;
     memset(res, 0, sizeof res);
     if ((rc = rad_engine_open(&opt, &e))) goto done;
+    /* Throughput is measured on the weights as they will stay: the kernels'
+    ** copies that an engine makes after it opens are made first. */
+    rad_engine_wait_copies(e);
     /* A test past the trained context measures nothing a user would run
     ** (and a huge -p would prefill for minutes): refuse it. */
     const int trained = rad_engine_meta(e)->n_ctx_train;

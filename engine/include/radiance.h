@@ -47,7 +47,14 @@ typedef struct RadEngineOptions {
                                  ** ("reading", "tokenizer", "plugins", "planning", "weights");
                                  ** NULL: not called */
     void *progress_arg;
+    int copies;                 /* when kernels' weight copies are made (docs/RESIDENCY.md):
+                                ** RAD_COPIES_BACKGROUND (0): the output head's after the model
+                                ** opens, on a thread of its own, the rest before; AT_OPEN: all
+                                ** before rad_engine_open returns; ON_WAIT: the head's only when
+                                ** rad_engine_wait_copies is called (for tests) */
 } RadEngineOptions;
+
+enum { RAD_COPIES_BACKGROUND = 0, RAD_COPIES_AT_OPEN = 1, RAD_COPIES_ON_WAIT = 2 };
 
 /* Open and prepare a model: load the kernel libraries and the plugin for its
 ** (arch, quant) pair, declare, select kernels, plan the arena and KV pool,
@@ -55,6 +62,12 @@ typedef struct RadEngineOptions {
 ** (every declare problem at once) and *out stays NULL. */
 int  rad_engine_open(const RadEngineOptions *opt, RadEngine **out);
 void rad_engine_close(RadEngine *e);
+/* Wait until every weight copy is made (and make the held ones, with
+** RAD_COPIES_ON_WAIT).  Results never depend on it; speed may, so a
+** benchmark waits before it measures.  rad_engine_copies_pending: copies
+** not made yet. */
+void rad_engine_wait_copies(RadEngine *e);
+int  rad_engine_copies_pending(const RadEngine *e);
 
 const RadModelMeta *rad_engine_meta(const RadEngine *e);
 

@@ -53,6 +53,7 @@ WEAK void cpu_fill_float_avx512(void);
 WEAK void cpu_fill_q32_avx512(void);
 WEAK void cpu_fill_kquants_avx512(void);
 WEAK void cpu_fill_x8_avx2(void);
+WEAK void cpu_fill_q8_0_rows8_avx2(void);
 #endif
 #if defined(__aarch64__)
 WEAK void cpu_fill_float_neon(void);
@@ -80,7 +81,8 @@ CpuActQuantFn cpu_act_quant[CPU_ACT_COUNT];
 #define GEMM(opname, rowname, band, encs, fn, scratch) \
     {.op = opname, .name = rowname, .n_constraints = 2, .constraints = {band, encs}, \
      .priority = PRIORITY, .domain = RAD_DOMAIN_HOST, .launch = fn, .scratch_bytes = scratch, \
-     .relayout_bytes = cpu_relayout_bytes, .relayout = cpu_relayout}
+     .relayout_bytes = cpu_relayout_bytes, .relayout = cpu_relayout, \
+     .relayout_rows = CPU_X8_ROWS, .relayout_same_bits = 1}
 
 /* Every row this library can offer; init copies those whose launch exists. */
 static const RadKernelRow all_rows[] = {
@@ -138,6 +140,7 @@ static void fill_tables(int isa)
         fill(cpu_fill_q32_avx512);
         fill(cpu_fill_kquants_avx512);
     }
+    if (isa >= CPU_ISA_AVX2) fill(cpu_fill_q8_0_rows8_avx2);
 #elif defined(__aarch64__)
     if (isa == CPU_ISA_NEON) {
         fill(cpu_fill_float_neon);

@@ -309,6 +309,118 @@ X8_TILE(q4_1, X8_Q4_1)
 X8_TILE(q5_0, X8_Q5_0)
 X8_TILE(q8_0, X8_Q8_0)
 
+/* q8_0 as stored, with the x8 tile's arithmetic.  The x8 copy of q8_0 buys
+** nothing a stored-layout tile cannot have: eight consecutive stored rows
+** are one contiguous stream already, and the integer block sums are exact
+** in any order.  So each of eight rows' blocks meets the activation block
+** directly (vpmaddubsw, vpmaddwd: eight int32 partial sums per row), the
+** partials of the eight rows fold into one register with lane r = row r's
+** exact block sum (three levels of vphaddd and a lane swap), and from there
+** the float steps are the x8 tile's, operation for operation:
+**
+**   acc = fma(d_w * d_a, float(isum), acc)
+**
+** so every output is the same bits as the x8 tile gives, for any R, any
+** thread count and any tile height, and no copy of the weight is made (a
+** large vocabulary's q8_0 head is most of a small model: copying it was
+** most of the time a model took to open).  A tile at the weight's last rows
+** (n_w < 8) reads its last row again in the missing lanes and stores only
+** n_w outputs. */
+/* Row r's eight int32 partial sums of one block against the activation
+** block y (signed codes: |w| times y with w's sign, as block_q8 does). */
+ALWAYS_INLINE __m256i partials_q8(const unsigned char *blk, __m256i y)
+{
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(y, v));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* The eight rows' exact block sums, lane r = row r: the partials fold pair
+** by pair as they come, so few registers are live (8 rows x 4 activation
+** rows of partials would not fit in sixteen). */
+ALWAYS_INLINE __m256i block_sums_q8(const unsigned char *const row[CPU_X8_ROWS], int64_t at, __m256i y)
+{
+    __m256i t01 = _mm256_hadd_epi32(partials_q8(row[0] + at, y), partials_q8(row[1] + at, y));
+    __m256i t23 = _mm256_hadd_epi32(partials_q8(row[2] + at, y), partials_q8(row[3] + at, y));
+    __m256i u0 = _mm256_hadd_epi32(t01, t23);
+    __m256i t45 = _mm256_hadd_epi32(partials_q8(row[4] + at, y), partials_q8(row[5] + at, y));
+    __m256i t67 = _mm256_hadd_epi32(partials_q8(row[6] + at, y), partials_q8(row[7] + at, y));
+    __m256i u1 = _mm256_hadd_epi32(t45, t67);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+#ifndef ROWS8_AHEAD
+#define ROWS8_AHEAD 2
+#endif
+ALWAYS_INLINE void tile_q8_0_rows8_rc(const int R, int64_t K, const unsigned char *w, size_t ws, int n_w,
+                                      const unsigned char *a, size_t as, float *out, size_t os)
+{
+    const int64_t nb = K / 32;
+    const unsigned char *row[CPU_X8_ROWS];
+    for (int r = 0; r < CPU_X8_ROWS; r++) row[r] = w + (size_t)(r < n_w ? r : n_w - 1) * ws;
+    const size_t group = CPU_X8_ROWS * ws;
+    const unsigned char *ahead = w + ROWS8_AHEAD * group;
+    __m256 acc[TILE_ACT];
+    for (int i = 0; i < R; i++) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t at = b * 34;
+        /* Eight rows of a group are eight short streams, too short for the
+        ** hardware prefetchers to lock onto: ask for the group AHEAD groups
+        ** on, its share of lines per block, as one sequential sweep. */
+        for (size_t line = (size_t)b * group / (size_t)nb; line < (size_t)(b + 1) * group / (size_t)nb; line += 64)
+            _mm_prefetch((const char *)ahead + line, _MM_HINT_T0);
+        /* the eight scales into one register, straight from memory */
+        __m128i h = _mm_setzero_si128();
+        h = _mm_insert_epi16(h, *(const uint16_t *)(const void *)(row[0] + at), 0);
+        h = _mm_insert_epi16(h, *(const uint16_t *)(const void *)(row[1] + at), 1);
+        h = _mm_insert_epi16(h, *(const uint16_t *)(const void *)(row[2] + at), 2);
+        h = _mm_insert_epi16(h, *(const uint16_t *)(const void *)(row[3] + at), 3);
+        h = _mm_insert_epi16(h, *(const uint16_t *)(const void *)(row[4] + at), 4);
+        h = _mm_insert_epi16(h, *(const uint16_t *)(const void *)(row[5] + at), 5);
+        h = _mm_insert_epi16(h, *(const uint16_t *)(const void *)(row[6] + at), 6);
+        h = _mm_insert_epi16(h, *(const uint16_t *)(const void *)(row[7] + at), 7);
+        __m256 dw = _mm256_cvtph_ps(h);
+        for (int i = 0; i < R; i++) {
+            const unsigned char *ab = a + i * as + b * CPU_Q8_0_BYTES;
+            __m256i isum = block_sums_q8(row, at, _mm256_loadu_si256((const __m256i *)(const void *)(ab + 2)));
+            __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_at(ab)));
+            acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[i]);
+        }
+    }
+    for (int i = 0; i < R; i++) {
+        if (n_w == CPU_X8_ROWS) {
+            _mm256_storeu_ps(out + i * os, acc[i]);
+        } else {
+            float lanes[CPU_X8_ROWS];
+            _mm256_storeu_ps(lanes, acc[i]);
+            memcpy(out + i * os, lanes, (size_t)n_w * sizeof *lanes);
+        }
+    }
+}
+
+static void tile_q8_0_rows8(int64_t K, const void *w, size_t ws, int n_w, const void *act, size_t as, int n_act,
+                            float *out, size_t os)
+{
+    switch (n_act) {
+    case 1: tile_q8_0_rows8_rc(1, K, w, ws, n_w, act, as, out, os); break;
+    case 2: tile_q8_0_rows8_rc(2, K, w, ws, n_w, act, as, out, os); break;
+    case 3: tile_q8_0_rows8_rc(3, K, w, ws, n_w, act, as, out, os); break;
+    case 4: tile_q8_0_rows8_rc(4, K, w, ws, n_w, act, as, out, os); break;
+    default: break;
+    }
+}
+
+/* After every other fill (the AVX-512 files set q8_0's stored kernels too):
+** stored q8_0 takes the tile above.  The x8 copy stays the faster of the two
+** in decode (one stream, no folding); this tile is what serves the weight
+** until its copy is made, and wherever no copy is. */
+void cpu_fill_q8_0_rows8_avx2(void)
+{
+    cpu_enc[RAD_ENC_Q8_0].tile = tile_q8_0_rows8;
+    cpu_enc[RAD_ENC_Q8_0].tile_act = TILE_ACT;
+    cpu_enc[RAD_ENC_Q8_0].tile_w = CPU_X8_ROWS;
+}
+
 static void set_x8(int enc, int act_fmt, CpuDotTileFn tile)
 {
     cpu_enc_x8[enc] = (CpuEncKernels){.act_fmt = act_fmt, .tile = tile, .tile_act = TILE_ACT,

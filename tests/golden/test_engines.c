@@ -15,7 +15,11 @@
 **               (docs/OPS.md, batch invariance), with f32 and f16 KV;
 **   prefixes    a prompt that starts like one already run shares its blocks
 **               and still gives the logits of a fresh run;
-**   recurrent   a snapshot of the previous format is refused by name.
+**   recurrent   a snapshot of the previous format is refused by name;
+**   copies      kernels' weight copies made after the model opens change no
+**               bit: steps run on the stored weights before the copies land
+**               and on the copies after give the logits of an engine that
+**               made every copy before its first step (docs/RESIDENCY.md).
 */
 #include <math.h>
 #include <setjmp.h>
@@ -33,24 +37,27 @@
 
 static char fixtures[4096], workdir[4096];
 
-/* The fixture `name` converted to f32 once, as workdir/name.rad. */
-static const char *model(const char *name)
+/* The fixture `name` converted to `quant` once, as workdir/name.quant.rad. */
+static const char *model_as(const char *name, const char *quant)
 {
     static char paths[16][4300];
-    static const char *names[16];
+    static const char *names[16], *quants[16];
     for (int i = 0; i < 16; i++) {
-        if (names[i] && strcmp(names[i], name) == 0) return paths[i];
+        if (names[i] && strcmp(names[i], name) == 0 && strcmp(quants[i], quant) == 0) return paths[i];
         if (names[i]) continue;
         char dir[4200];
         snprintf(dir, sizeof dir, "%s/%s", fixtures, name);
-        snprintf(paths[i], sizeof paths[i], "%s/%s.rad", workdir, name);
-        if (rad_convert_hf(dir, paths[i], "f32", NULL, NULL)) fail_msg("convert %s: %s", name, rad_error_message());
+        snprintf(paths[i], sizeof paths[i], "%s/%s.%s.rad", workdir, name, quant);
+        if (rad_convert_hf(dir, paths[i], quant, NULL, NULL)) fail_msg("convert %s: %s", name, rad_error_message());
         names[i] = name;
+        quants[i] = quant;
         return paths[i];
     }
     fail_msg("too many models");
     return NULL;
 }
+
+static const char *model(const char *name) { return model_as(name, "f32"); }
 
 static RadEngine *open_engine(const char *path, const char *kv, int max_seqs, int max_tok)
 {
@@ -334,6 +341,63 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* ------------------------------------------------------------ copies */
+
+/* Each chunk's last-row logits of qwen3 at q8_0 (the cpu library copies its
+** q8_0 weights into its x8 layout), the copies made as `copies` says; with
+** RAD_COPIES_ON_WAIT they are made between chunk `wait_at - 1` and
+** `wait_at`, so the first chunks run on the stored weights. */
+static float *copies_run(int copies, int wait_at)
+{
+    const char *path = model_as("qwen3", "q8_0");
+    RadEngineOptions opt = {.model_path = path, .kv_type = "f16", .max_seqs = 1, .max_tok = 16, .max_ctx = 256,
+                            .kernels = "cpu,ref", .copies = copies};
+    RadEngine *e = NULL;
+    if (rad_engine_open(&opt, &e)) fail_msg("open %s: %s", path, rad_error_message());
+    if (copies == RAD_COPIES_AT_OPEN && rad_engine_copies_pending(e) != 0)
+        fail_msg("RAD_COPIES_AT_OPEN: %d copies still pending after open", rad_engine_copies_pending(e));
+    if (copies == RAD_COPIES_ON_WAIT && rad_engine_copies_pending(e) < 1)
+        fail_msg("RAD_COPIES_ON_WAIT: no copy left for later, so this test would test nothing "
+                 "(does the cpu library still copy q8_0 weights?)");
+    int vocab = rad_engine_n_vocab(e), seq;
+    assert_int_equal(rad_engine_seq_new(e, &seq), 0);
+    float *out = malloc((size_t)CHUNKS * vocab * sizeof *out);
+    int32_t tokens[CHUNKS * CHUNK];
+    prompt(tokens, CHUNKS * CHUNK, 3, vocab);
+    for (int c = 0; c < CHUNKS; c++) {
+        if (c == wait_at) {
+            rad_engine_wait_copies(e);
+            if (rad_engine_copies_pending(e) != 0) fail_msg("copies still pending after rad_engine_wait_copies");
+        }
+        if (rad_engine_eval(e, seq, tokens + c * CHUNK, CHUNK, out + (size_t)c * vocab))
+            fail_msg("eval: %s", rad_error_message());
+    }
+    rad_engine_close(e);
+    return out;
+}
+
+static void copies_made_later_change_no_bit(void **state)
+{
+    (void)state;
+    const char *path = model_as("qwen3", "q8_0");
+    RadEngine *probe = open_engine(path, "f16", 1, 16);
+    int vocab = rad_engine_n_vocab(probe);
+    rad_engine_close(probe);
+    float *first = copies_run(RAD_COPIES_AT_OPEN, -1);
+    float *held = copies_run(RAD_COPIES_ON_WAIT, CHUNKS / 2);
+    float *background = copies_run(RAD_COPIES_BACKGROUND, -1);
+    for (int c = 0; c < CHUNKS; c++) {
+        if (memcmp(first + (size_t)c * vocab, held + (size_t)c * vocab, (size_t)vocab * sizeof(float)))
+            fail_msg("chunk %d (%s the copies): logits differ from the engine that made its copies at open", c,
+                     c < CHUNKS / 2 ? "before" : "after");
+        if (memcmp(first + (size_t)c * vocab, background + (size_t)c * vocab, (size_t)vocab * sizeof(float)))
+            fail_msg("chunk %d: copies made in the background changed the logits", c);
+    }
+    free(first);
+    free(held);
+    free(background);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +405,7 @@ int main(void)
         cmocka_unit_test(shared_prefix_gives_fresh_logits),
         cmocka_unit_test(old_snapshot_refused_by_name),
         cmocka_unit_test(batched_sequences_equal_solo),
+        cmocka_unit_test(copies_made_later_change_no_bit),
     };
     return cmocka_run_group_tests_name("engines", tests, setup, teardown);
 }
