@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "engine_internal.h"
 #include "pool.h"
@@ -204,6 +207,9 @@ int rad_relayout_list(RadBuilder *b, RadRelayoutList *list)
     return rc;
 }
 
+#ifndef LATER_NICE
+#define LATER_NICE 10
+#endif
 static void *later_thread(void *arg);
 
 void rad_relayout_later_finish(RadRelayoutLater *later, int stop)
@@ -247,6 +253,7 @@ static int may_wait(const RadRelayoutList *list, int i)
 static void *later_thread(void *arg)
 {
     RadRelayoutLater *later = arg;
+    if (later->started) (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), LATER_NICE);
     for (int i = later->first; i < later->list.n_pieces && !atomic_load(&later->stop); i++)
         relayout_task(&later->list, i);
     return NULL;
