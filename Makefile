@@ -326,6 +326,13 @@ $(BUILD)/tests/ops/test_cpu: TESTLIBS = $(CPU_TEST_OBJ) -lpthread -ldl -lm
 # same row computed alone (docs/OPS.md, batch and placement invariance).
 $(BUILD)/tests/ops/test_invariance: $(CPU_TEST_OBJ)
 $(BUILD)/tests/ops/test_invariance: TESTLIBS = $(CPU_TEST_OBJ) -lcmocka -lpthread -ldl -lm
+# tests/ops/test_cpu_moe.c: the cpu expert products against ref and gemm_nt.
+$(BUILD)/tests/ops/test_cpu_moe: $(CPU_TEST_OBJ)
+$(BUILD)/tests/ops/test_cpu_moe: TESTLIBS = $(CPU_TEST_OBJ) -lcmocka -lpthread -ldl -lm
+# tests/bench/moe_routing.c: routing statistics for docs/BENCHMARKS.md (tests/bench/bench_moe.py builds it).
+$(BUILD)/tests/bench/moe_routing: tests/bench/moe_routing.c $(BUILD)/libradcore.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -Wl,--whole-archive $(BUILD)/libradcore.a -Wl,--no-whole-archive $(LDLIBS)
 
 NEON_BUILD ?= $(BUILD)/neon
 NEON_CC    ?= aarch64-linux-gnu-gcc

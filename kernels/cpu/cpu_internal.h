@@ -150,6 +150,9 @@ enum {
 static inline size_t cpu_act_sums_offset(int64_t K) { return ((size_t)(K / 32) * CPU_Q8_0_BYTES + 3) / 4 * 4; }
 void cpu_act_q8_0_sums(const float *x, void *dst, int64_t K);
 int cpu_relayout(const RadTensor *weight, void *dst);
+/* The same for a stacked weight (moe_gemm's experts), slice by slice. */
+size_t cpu_relayout_stack_bytes(const RadTensor *weight);
+int cpu_relayout_stack(const RadTensor *weight, void *dst);
 #if defined(__x86_64__)
 void cpu_fill_x8_avx2(void);
 #endif
@@ -208,6 +211,15 @@ int cpu_rope(const RadKernelArgs *a);
 int cpu_kv_store(const RadKernelArgs *a);
 int cpu_attn_paged(const RadKernelArgs *a);
 size_t cpu_attn_paged_scratch(const RadKernelArgs *a);
+int cpu_clamp(const RadKernelArgs *a);
+/* Mixture of experts: the expert products (ops_moe.c; one launch for both
+** bands: decode and prefill differ only in the split), routing and the
+** weighted combine (ops_route.c). */
+int cpu_moe_gemm(const RadKernelArgs *a);
+size_t cpu_moe_gemm_scratch(const RadKernelArgs *a);
+int cpu_router_topk(const RadKernelArgs *a);
+#define CPU_MAX_EXPERTS 1024            /* router_topk's row serves up to this many (ref's limit too) */
+int cpu_moe_combine(const RadKernelArgs *a);
 
 /* cpu_library.c: force an ISA level (tests); 0, or -1 when the machine lacks it. */
 int cpu_set_isa(int isa);

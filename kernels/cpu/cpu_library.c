@@ -10,7 +10,8 @@
 ** portable kernels for everything, then each ISA level's files over them.
 ** The GEMM rows relayout q4_0, q4_1, q5_0, q8_0 and q4_k weights whose N is a multiple of 8
 ** into the x8 layout (x8.c) when the level has x8 tiles (AVX2 and up); the
-** decode and prefill rows share the one copy.
+** decode and prefill rows share the one copy.  The moe_gemm rows do the
+** same for stacked expert weights, slice by slice.
 ** Launch functions are referenced weakly: a row whose kernel is not built
 ** into this library is left out of the table at init (the core then uses ref
 ** for that op, and tests/ops/test_cpu.c fails, since it requires every op).
@@ -42,6 +43,11 @@ WEAK int cpu_rope(const RadKernelArgs *a);
 WEAK int cpu_kv_store(const RadKernelArgs *a);
 WEAK int cpu_attn_paged(const RadKernelArgs *a);
 WEAK size_t cpu_attn_paged_scratch(const RadKernelArgs *a);
+WEAK int cpu_clamp(const RadKernelArgs *a);
+WEAK int cpu_router_topk(const RadKernelArgs *a);
+WEAK int cpu_moe_gemm(const RadKernelArgs *a);
+WEAK size_t cpu_moe_gemm_scratch(const RadKernelArgs *a);
+WEAK int cpu_moe_combine(const RadKernelArgs *a);
 WEAK void cpu_fill_float_portable(void);
 WEAK void cpu_fill_q32_portable(void);
 WEAK void cpu_fill_kquants_portable(void);
@@ -84,6 +90,14 @@ CpuActQuantFn cpu_act_quant[CPU_ACT_COUNT];
      .relayout_bytes = cpu_relayout_bytes, .relayout = cpu_relayout, \
      .relayout_rows = CPU_X8_ROWS, .relayout_same_bits = 1}
 
+/* The expert products: one launch for both bands (ops_moe.c), the x8
+** layout made per expert slice (x8.c), experts read wherever they live. */
+#define MOE_GEMM(rowname, band) \
+    {.op = "moe_gemm", .name = rowname, .n_constraints = 2, .constraints = {band, ENCS}, \
+     .priority = PRIORITY, .domain = RAD_DOMAIN_HOST, .launch = cpu_moe_gemm, \
+     .scratch_bytes = cpu_moe_gemm_scratch, .relayout_bytes = cpu_relayout_stack_bytes, \
+     .relayout = cpu_relayout_stack, .slices_ok = 1}
+
 /* Every row this library can offer; init copies those whose launch exists. */
 static const RadKernelRow all_rows[] = {
     ROW("embed_lookup", cpu_embed_lookup),
@@ -105,6 +119,13 @@ static const RadKernelRow all_rows[] = {
     GEMM("gemm_nt", "gemm_nt_prefill", PREFILL, ENCS, cpu_gemm_nt_prefill, cpu_gemm_nt_scratch),
     GEMM("logits_gemm", "logits_gemm_decode", DECODE, ENCS, cpu_logits_gemm_decode, cpu_logits_gemm_scratch),
     GEMM("logits_gemm", "logits_gemm_prefill", PREFILL, ENCS, cpu_logits_gemm_prefill, cpu_logits_gemm_scratch),
+    ROW("clamp", cpu_clamp),
+    {.op = "router_topk", .name = "router_topk", .n_constraints = 1,
+     .constraints = {{.param = "n_expert", .kind = RAD_C_LE, .v = CPU_MAX_EXPERTS}}, .priority = PRIORITY,
+     .domain = RAD_DOMAIN_HOST, .launch = cpu_router_topk},
+    MOE_GEMM("moe_gemm_decode", DECODE),
+    MOE_GEMM("moe_gemm_prefill", PREFILL),
+    ROW("moe_combine", cpu_moe_combine),
 };
 #define N_ALL ((int)(sizeof all_rows / sizeof all_rows[0]))
 

@@ -7,6 +7,7 @@
 **   scale_rows  x = x * f32(scale)
 **   silu_mul    out = silu(gate) * up,      silu(x) = x / (1 + e^-x)
 **   gelu_mul    out = gelu_tanh(gate) * up
+**   clamp       x = min(max(x, lo), hi), a NaN kept (OLMoE's clip_qkv)
 **
 ** The work is the M x N elements, cut into column blocks of ELT_BLOCK
 ** within each row and handed out to at most one task per thread, and only
@@ -143,13 +144,14 @@ const CpuVecOps cpu_vec_portable = {
 
 /* -------------------------------------------------------- launches */
 
-enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU };
+enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_CLAMP };
 
 typedef struct EltJob {
     int kind;
     const RadTensor *a, *b, *out;       /* scale: a is x, the only operand */
     int64_t N, blocks_per_row, n_blocks;
     float scale;
+    float lo, hi;                       /* clamp */
     int n_tasks;
     const CpuVecOps *vec;
 } EltJob;
@@ -169,6 +171,10 @@ static void elt_task(void *ctx, int t)
         int64_t n = i1 - i0;
         if (j->kind == ELT_SCALE) {
             j->vec->scale(x, j->scale, n);
+        } else if (j->kind == ELT_CLAMP) {
+            /* comparisons, not fminf/fmaxf: a NaN stays NaN, as torch.clamp keeps it */
+            const float lo = j->lo, hi = j->hi;
+            for (int64_t i = 0; i < n; i++) x[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i];
         } else {
             const float *y = rad_act_row(j->b, row) + i0;
             float *o = rad_act_row(j->out, row) + i0;
@@ -191,7 +197,7 @@ static int elt_run(const RadKernelArgs *a, int kind, int64_t N, const RadTensor 
 
     if (M <= 0 || N <= 0) return RAD_E_SHAPE;
     if ((rc = rad_check_act(x, M, N))) return rc;
-    if (kind != ELT_SCALE && ((rc = rad_check_act(y, M, N)) || (rc = rad_check_act(out, M, N))))
+    if (kind != ELT_SCALE && kind != ELT_CLAMP && ((rc = rad_check_act(y, M, N)) || (rc = rad_check_act(out, M, N))))
         return rc;
 
     EltJob j = {
@@ -238,4 +244,22 @@ int cpu_gelu_mul(const RadKernelArgs *a)
     const RadTensor *o = a->operand;
     return elt_run(a, ELT_GELU, a->param[RAD_GATED_N].i, &o[RAD_GATED_GATE], &o[RAD_GATED_UP],
                    &o[RAD_GATED_OUT], 0.0f, 4);
+}
+
+/* lo and hi round to f32 first, as ref compares them. */
+int cpu_clamp(const RadKernelArgs *a)
+{
+    float lo = (float)a->param[RAD_CLAMP_LO].f, hi = (float)a->param[RAD_CLAMP_HI].f;
+    if (rad_op_rows(a) <= 0 || a->param[RAD_CLAMP_N].i <= 0) return RAD_E_SHAPE;
+    if (isnan(lo) || isnan(hi) || lo > hi) return RAD_E_ARG;
+    const RadTensor *x = &a->operand[RAD_CLAMP_X];
+    int64_t M = rad_op_rows(a), N = a->param[RAD_CLAMP_N].i;
+    int rc = rad_check_act(x, M, N);
+    if (rc) return rc;
+    EltJob j = {.kind = ELT_CLAMP, .a = x, .N = N, .lo = lo, .hi = hi, .vec = cpu_vec(),
+                .blocks_per_row = (N + ELT_BLOCK - 1) / ELT_BLOCK};
+    j.n_blocks = M * j.blocks_per_row;
+    j.n_tasks = cpu_task_count(a, j.n_blocks, ELT_BLOCK, ELT_MIN_WORK);
+    cpu_parallel(a, j.n_tasks, elt_task, &j);
+    return RAD_OK;
 }

@@ -148,3 +148,44 @@ void cpu_act_q8_0_sums(const float *x, void *dst, int64_t K)
         memcpy(sums + 4 * b, &s, 4);
     }
 }
+
+/* A stacked weight (a MoE layer's experts, [n_expert, N, K], slices
+** contiguous): each slice gets the x8 layout on its own, slice e of the
+** copy at e * N * cpu_x8_row_bytes (ops_moe.c reads it there).  Streamed
+** slices (RadTensor.slices) are not copied: they arrive in stored layout. */
+static int slice_of_stack(const RadTensor *w, int64_t e, RadTensor *t)
+{
+    memset(t, 0, sizeof *t);
+    t->data = (char *)w->data + e * w->slice_bytes;
+    t->enc = w->enc;
+    t->rank = 2;
+    t->shape[0] = w->shape[1];
+    t->shape[1] = w->shape[2];
+    t->row_bytes = w->row_bytes;
+    return 0;
+}
+
+size_t cpu_relayout_stack_bytes(const RadTensor *w)
+{
+    if (!w || !w->data || w->slices || w->rank != 3 || w->n_slices != w->shape[0] || w->shape[0] <= 0) return 0;
+    if (w->slice_bytes != w->shape[1] * w->row_bytes) return 0;     /* slices packed end to end */
+    RadTensor t;
+    slice_of_stack(w, 0, &t);
+    size_t one = cpu_relayout_bytes(&t);
+    if (!one || (size_t)w->shape[0] > SIZE_MAX / one) return 0;
+    return one * (size_t)w->shape[0];
+}
+
+int cpu_relayout_stack(const RadTensor *w, void *dst)
+{
+    size_t bytes = cpu_relayout_stack_bytes(w);
+    if (!bytes || !dst) return RAD_E_ARG;
+    size_t one = bytes / (size_t)w->shape[0];
+    for (int64_t e = 0; e < w->shape[0]; e++) {
+        RadTensor t;
+        slice_of_stack(w, e, &t);
+        int rc = cpu_relayout(&t, (char *)dst + (size_t)e * one);
+        if (rc) return rc;
+    }
+    return RAD_OK;
+}
