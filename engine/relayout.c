@@ -195,7 +195,10 @@ int rad_relayout_list(RadBuilder *b, RadRelayoutList *list)
                     list->job = more;
                     list->cap = cap;
                 }
-                int64_t stored = t.row_bytes * (t.rank == 2 ? t.shape[0] : 1);
+                /* every row of the tensor: a stack's slices too (rank 3) */
+                int64_t rows = 1;
+                for (int d = 0; d + 1 < t.rank; d++) rows *= t.shape[d];
+                int64_t stored = t.row_bytes * rows;
                 list->job[list->n] = (RadRelayoutJob){.row = row, .w = w, .stored = t, .bytes = bytes,
                                                       .stored_bytes = stored, .next = first[id],
                                                       .releases = first[id] < 0 && only_copies_read(b, id)};
