@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,11 +189,12 @@ static void fit_column(const char *s, int width, char *buf, size_t cap)
     }
 }
 
+/* db NULL: no database yet, listed as an empty one. */
 static int cmd_list(RadSessionDb *db, int json, int limit)
 {
-    RadSession *v;
-    int n;
-    int rc = rad_session_list_kind(db, kind, limit, &v, &n);
+    RadSession *v = NULL;
+    int n = 0;
+    int rc = db ? rad_session_list_kind(db, kind, limit, &v, &n) : RAD_OK;
     if (rc) return rc;
     if (json) {
         json_t *a = json_array();
@@ -349,12 +351,12 @@ static void plain_marks(char *s)
 static int cmd_search(RadSessionDb *db, const char *text, int json, int limit)
 {
     int color = !json && getenv("NO_COLOR") == NULL && isatty(STDOUT_FILENO);
-    RadSearchHit *h;
-    int n;
+    RadSearchHit *h = NULL;
+    int n = 0;
     /* The marks are plain brackets in the database's text; bold is added
     ** after the snippet has been made safe, so no stored byte reaches the
-    ** terminal raw. */
-    int rc = rad_session_search_kind(db, kind, text, "\x1e[", "]\x1e", limit, &h, &n);
+    ** terminal raw.  db NULL: no database yet, searched as an empty one. */
+    int rc = db ? rad_session_search_kind(db, kind, text, "\x1e[", "]\x1e", limit, &h, &n) : RAD_OK;
     if (rc) return rc;
     if (json) {
         json_t *a = json_array();
@@ -562,6 +564,40 @@ static int cmd_rm(RadSessionDb *db, char **ids, int n)
 
 /* ------------------------------------------------------------ dispatch */
 
+/* The commands that only read (list, show, search, export, and rm, which
+** has nothing to remove then) open the database only when its file exists:
+** a command that only reads creates no folder (not the data folder, not
+** HOME; issue 12 item 10), and an absent database reads as an empty one.
+** 1 when the default database file does not exist; 0 when it does, or when
+** its place cannot be worked out (rad_sdb_open then says why). */
+static int no_database(void)
+{
+    char *path = NULL;
+    if (rad_sdb_default_path(&path) != RAD_OK) {
+        rad_error_clear();
+        return 0;
+    }
+    struct stat st;
+    int absent = lstat(path, &st) != 0 && errno == ENOENT;
+    free(path);
+    return absent;
+}
+
+/* Open the database for a command that only reads: *db stays NULL (and 0
+** is returned) when there is none yet. */
+static int open_to_read(RadSessionDb **db)
+{
+    *db = NULL;
+    return no_database() ? RAD_OK : rad_sdb_open(NULL, db);
+}
+
+/* What show, export and rm say when there is no database yet. */
+static int nothing_saved(void)
+{
+    return rad_error_set(RAD_E_NOTFOUND, "%s", !strcmp(kind, "run") ? "nothing logged yet; radiance run logs each exchange"
+                                                                    : "no saved sessions yet; radiance chat saves one");
+}
+
 static int sessions_main(int argc, char **argv)
 {
     enum { JSON = 256, MD };
@@ -611,14 +647,15 @@ static int sessions_main(int argc, char **argv)
     if (!strcmp(sub, "list")) {
         if (nops > 1)
             status = usage_error("list takes no operand ('%s')", ops[1]);
-        else if (!(rc = rad_sdb_open(NULL, &db)))
+        else if (!(rc = open_to_read(&db)))
             rc = cmd_list(db, json, limit);
     } else if (!strcmp(sub, "show")) {
         int latest = nops == 1 && !strcmp(kind, "run");
         if (nops != 2 && !latest)
             status = usage_error("%s", "show wants one session ID");
-        else if (!(rc = rad_sdb_open(NULL, &db)) &&
-                 !(rc = latest ? rad_session_latest_kind(db, kind, id) : rad_session_resolve(db, ops[1], id)))
+        else if (!(rc = open_to_read(&db)) && !db)
+            rc = nothing_saved();
+        else if (!rc && !(rc = latest ? rad_session_latest_kind(db, kind, id) : rad_session_resolve(db, ops[1], id)))
             rc = cmd_show(db, id);
         if (rc == RAD_E_NOTFOUND && latest)
             rc = rad_error_set(RAD_E_NOTFOUND, "nothing logged yet; radiance run logs each exchange");
@@ -634,20 +671,22 @@ static int sessions_main(int argc, char **argv)
                 if (i > 1) strcat(text, " ");
                 strcat(text, ops[i]);
             }
-            if (!rc && !(rc = rad_sdb_open(NULL, &db))) rc = cmd_search(db, text, json, limit);
+            if (!rc && !(rc = open_to_read(&db))) rc = cmd_search(db, text, json, limit);
             free(text);
         }
     } else if (!strcmp(sub, "rm")) {
         if (nops < 2)
             status = usage_error("%s", "rm wants one or more session IDs");
-        else if (!(rc = rad_sdb_open(NULL, &db)))
-            rc = cmd_rm(db, ops + 1, nops - 1);
+        else if (!(rc = open_to_read(&db)))
+            rc = db ? cmd_rm(db, ops + 1, nops - 1) : nothing_saved();
     } else if (!strcmp(sub, "export")) {
         if (nops != 2)
             status = usage_error("%s", "export wants one session ID");
         else if (json == md)
             status = usage_error("%s", "export wants --md or --json");
-        else if (!(rc = rad_sdb_open(NULL, &db)) && !(rc = rad_session_resolve(db, ops[1], id)))
+        else if (!(rc = open_to_read(&db)) && !db)
+            rc = nothing_saved();
+        else if (!rc && !(rc = rad_session_resolve(db, ops[1], id)))
             rc = cmd_export(db, id, json, output);
     } else {
         status = usage_error("unknown subcommand '%s'", sub);

@@ -6,7 +6,7 @@
 # pull must refuse, naming the planted path, and nothing outside may change.
 # (The converter's own temporary, OUT.partial.RANDOM, has a name nobody can
 # plant in advance and is made with O_EXCL.)  Then the XDG rules: a relative XDG_* is ignored (the spec says so), and a
-# command that only reads (list, show, rm of nothing) creates no folder.
+# command that only reads (list, show, rm of nothing, sessions and logs with no database yet) creates no folder.
 . "$(dirname "$0")/lib.sh"
 R=$RADIANCE_BIN
 SRV="$WORK/srv"
@@ -127,5 +127,21 @@ expect_fail "show of a model not in the store" 3 "not in the model store" $R sho
 expect_fail "rm of a model not in the store" 3 "not in the model store" $R rm tiny
 [ ! -e "$WORK/root/nohome" ] && [ ! -e "$WORK/root/nodata" ] && [ ! -e "$WORK/root/nohf" ] \
     && ok "list, show and rm created no HOME, data or cache folder" || not_ok "created: $(find "$WORK/root" | head)"
+# The session database's readers too (they created HOME/.local/share/radiance
+# and an empty radiance.db): an absent database reads as an empty one.
+$R sessions list >"$WORK/out" 2>"$WORK/err" && grep -q "no saved sessions yet" "$WORK/err" \
+    && ok "sessions list with no database says so" || not_ok "sessions list: $(cat "$WORK/err")"
+[ "$($R sessions list --json)" = "[]" ] && ok "... and sessions list --json prints []" || not_ok "sessions list --json"
+$R sessions search hello 2>"$WORK/err" && grep -q 'no message contains "hello"' "$WORK/err" \
+    && ok "sessions search with no database finds nothing" || not_ok "sessions search: $(cat "$WORK/err")"
+expect_fail "sessions show with no database" 3 "no saved sessions yet" $R sessions show 1a2b
+expect_fail "sessions export with no database" 3 "no saved sessions yet" $R sessions export 1a2b --md -o "$WORK/root/x.md"
+expect_fail "sessions rm with no database" 3 "no saved sessions yet" $R sessions rm 1a2b
+$R logs >/dev/null 2>"$WORK/err" && grep -q "nothing logged yet" "$WORK/err" \
+    && ok "logs with no database says so" || not_ok "logs: $(cat "$WORK/err")"
+expect_fail "logs show with no database" 3 "nothing logged yet" $R logs show
+[ ! -e "$WORK/root/nohome" ] && [ ! -e "$WORK/root/nodata" ] && [ ! -e "$WORK/root/x.md" ] \
+    && ok "sessions and logs created no HOME, data folder, database or export" \
+    || not_ok "created: $(find "$WORK/root" | head)"
 
 finish
