@@ -18,6 +18,8 @@
 #ifndef RAD_BLOCK_ATTN_H
 #define RAD_BLOCK_ATTN_H
 
+#include <math.h>
+
 #include "rad_block_util.h"
 #include "../../kernels/ops/rad_op_values.h"
 
@@ -34,6 +36,42 @@ typedef struct RadRopeConfig {
     int has_freq_factors;       /* scaling FACTORS: the model's factor table ... */
     rad_weight freq_factors;    /* ... this weight (GGUF rope_freqs.weight) */
 } RadRopeConfig;
+
+/* YaRN as transformers' _compute_yarn_parameters reads its keys under
+** `prefix` (rope_parameters or rope_scaling): every family with YaRN reads
+** it here.  Absent betas and attention factor stay 0, which the rope op
+** defines as transformers' defaults (docs/OPS.md); an original context that
+** is not given is the model's trained one, as transformers fills it in.
+** DeepSeek's mscale pair becomes the attention factor it implies, so no
+** kernel needs to know about it. */
+static inline int rad_rope_yarn_config(RadBuilder *b, const RadModelMeta *meta, const char *prefix, double factor,
+                                       RadRopeConfig *r)
+{
+    char key[96];
+#define YARN_KEY(name) (snprintf(key, sizeof key, "%s.%s", prefix, name), key)
+    r->scaling = RAD_ROPE_SCALING_YARN;
+    r->factor = factor;
+    r->orig_ctx = (int)rad_meta_geti(meta, YARN_KEY("original_max_position_embeddings"), meta->n_ctx_train);
+    r->beta_fast = rad_meta_getf(meta, YARN_KEY("beta_fast"), 0);
+    r->beta_slow = rad_meta_getf(meta, YARN_KEY("beta_slow"), 0);
+    r->attn_factor = rad_meta_getf(meta, YARN_KEY("attention_factor"), 0);
+    if (!rad_meta_has(meta, YARN_KEY("attention_factor"))) {
+        double mscale = rad_meta_getf(meta, YARN_KEY("mscale"), 0);
+        double mscale_all = rad_meta_getf(meta, YARN_KEY("mscale_all_dim"), 0);
+        if (mscale != 0 && mscale_all != 0 && factor > 1)
+            r->attn_factor = (0.1 * mscale * log(factor) + 1.0) / (0.1 * mscale_all * log(factor) + 1.0);
+    }
+    r->truncate = rad_meta_geti(meta, YARN_KEY("truncate"), 1) ? RAD_ROPE_TRUNCATE_ON : RAD_ROPE_TRUNCATE_OFF;
+#undef YARN_KEY
+    if (!(factor > 0) || !isfinite(factor))
+        return rad_decl_fail(b, "RoPE scaling 'yarn' needs a positive %s.factor (the file has %g)", prefix, factor);
+    if (r->orig_ctx <= 0)
+        return rad_decl_fail(b, "RoPE scaling 'yarn' needs a positive %s.original_max_position_embeddings", prefix);
+    if (!(r->beta_fast >= 0) || !(r->beta_slow >= 0) || !(r->attn_factor >= 0) || !isfinite(r->beta_fast) ||
+        !isfinite(r->beta_slow) || !isfinite(r->attn_factor))
+        return rad_decl_fail(b, "RoPE scaling 'yarn': beta_fast, beta_slow and attention_factor must be finite and not negative");
+    return RAD_OK;
+}
 
 typedef struct RadAttnConfig {
     int layer;

@@ -102,22 +102,8 @@ static int rope_config(RadBuilder *b, const RadModelMeta *meta, RadRopeConfig *r
     if (strcmp(type, "yarn") != 0)
         return rad_decl_fail(b, "RoPE scaling '%s' is not served by the gpt-oss plugin (default and yarn are)", type);
     double factor = rad_meta_getf(meta, KEY("factor"), 1.0);
-    r->scaling = RAD_ROPE_SCALING_YARN;
-    r->factor = factor;
-    r->orig_ctx = (int)rad_meta_geti(meta, KEY("original_max_position_embeddings"), meta->n_ctx_train);
-    r->beta_fast = rad_meta_getf(meta, KEY("beta_fast"), 0);
-    r->beta_slow = rad_meta_getf(meta, KEY("beta_slow"), 0);
-    r->attn_factor = rad_meta_getf(meta, KEY("attention_factor"), 0);
-    r->truncate = rad_meta_geti(meta, KEY("truncate"), 1) ? RAD_ROPE_TRUNCATE_ON : RAD_ROPE_TRUNCATE_OFF;
 #undef KEY
-    if (!(factor > 0) || !isfinite(factor) || r->orig_ctx <= 0)
-        return rad_decl_fail(b, "RoPE scaling 'yarn' needs a positive %s.factor and "
-                             "original_max_position_embeddings (the file has %g and %d)", prefix, factor, r->orig_ctx);
-    if (!(r->beta_fast >= 0) || !(r->beta_slow >= 0) || !(r->attn_factor >= 0) || !isfinite(r->beta_fast) ||
-        !isfinite(r->beta_slow) || !isfinite(r->attn_factor))
-        return rad_decl_fail(b, "RoPE scaling 'yarn': beta_fast, beta_slow and attention_factor must be finite and "
-                             "not negative");
-    return RAD_OK;
+    return rad_rope_yarn_config(b, meta, prefix, factor, r);
 }
 
 /* Layer l slides when layer_types says so; a config without layer_types

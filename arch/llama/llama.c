@@ -99,40 +99,6 @@ int rad_arch_probe(const RadModelMeta *meta, RadArchProbe *out)
 
 /* ------------------------------------------------------------ declaring */
 
-/* YaRN as transformers' _compute_yarn_parameters reads its keys (Qwen3's
-** long-context configs).  Absent betas and attention factor stay 0, which
-** the rope op defines as transformers' defaults (docs/OPS.md); an original
-** context that is not given is the model's trained one, as transformers
-** fills it in.  DeepSeek's mscale pair becomes the attention factor they
-** imply, so no kernel needs to know about it. */
-static int yarn_config(RadBuilder *b, const RadModelMeta *meta, const char *prefix, double factor, RadRopeConfig *r)
-{
-    char key[96];
-#define YARN_KEY(name) (snprintf(key, sizeof key, "%s.%s", prefix, name), key)
-    r->scaling = RAD_ROPE_SCALING_YARN;
-    r->factor = factor;
-    r->orig_ctx = (int)rad_meta_geti(meta, YARN_KEY("original_max_position_embeddings"), meta->n_ctx_train);
-    r->beta_fast = rad_meta_getf(meta, YARN_KEY("beta_fast"), 0);
-    r->beta_slow = rad_meta_getf(meta, YARN_KEY("beta_slow"), 0);
-    r->attn_factor = rad_meta_getf(meta, YARN_KEY("attention_factor"), 0);
-    if (!rad_meta_has(meta, YARN_KEY("attention_factor"))) {
-        double mscale = rad_meta_getf(meta, YARN_KEY("mscale"), 0);
-        double mscale_all = rad_meta_getf(meta, YARN_KEY("mscale_all_dim"), 0);
-        if (mscale != 0 && mscale_all != 0 && factor > 1)
-            r->attn_factor = (0.1 * mscale * log(factor) + 1.0) / (0.1 * mscale_all * log(factor) + 1.0);
-    }
-    r->truncate = rad_meta_geti(meta, YARN_KEY("truncate"), 1) ? RAD_ROPE_TRUNCATE_ON : RAD_ROPE_TRUNCATE_OFF;
-#undef YARN_KEY
-    if (!(factor > 0) || !isfinite(factor))
-        return rad_decl_fail(b, "RoPE scaling 'yarn' needs a positive %s.factor (the file has %g)", prefix, factor);
-    if (r->orig_ctx <= 0)
-        return rad_decl_fail(b, "RoPE scaling 'yarn' needs a positive %s.original_max_position_embeddings", prefix);
-    if (!(r->beta_fast >= 0) || !(r->beta_slow >= 0) || !(r->attn_factor >= 0) || !isfinite(r->beta_fast) ||
-        !isfinite(r->beta_slow) || !isfinite(r->attn_factor))
-        return rad_decl_fail(b, "RoPE scaling 'yarn': beta_fast, beta_slow and attention_factor must be finite and not negative");
-    return RAD_OK;
-}
-
 /* RoPE as the checkpoint configures it; transformers 5 writes
 ** rope_parameters, older versions rope_theta + rope_scaling. */
 static int rope_config(RadBuilder *b, const RadModelMeta *meta, RadRopeConfig *r)
@@ -168,7 +134,7 @@ static int rope_config(RadBuilder *b, const RadModelMeta *meta, RadRopeConfig *r
         r->factor = factor;
         return RAD_OK;
     }
-    if (strcmp(type, "yarn") == 0) return yarn_config(b, meta, prefix, factor, r);
+    if (strcmp(type, "yarn") == 0) return rad_rope_yarn_config(b, meta, prefix, factor, r);
     if (strcmp(type, "llama3") == 0) {
         r->scaling = RAD_ROPE_SCALING_LLAMA3;
         r->factor = factor;
