@@ -356,6 +356,9 @@ int text_bpe_word(const RadText *t, TextBpe *b, const char *s, size_t n, TextIds
     int32_t count = build_row(t, b, u, n);
     size_t before = out->n;
     int rc = merge_row(t, b, count, out);
-    if (rc == RAD_OK && n <= CACHE_WORD_MAX) cache_put(b, s, n, h, out->v + before, out->n - before);
+    /* A word can give no ids at all (unknown bytes, no unk token, no byte
+    ** fallback); out->v may then still be NULL, and NULL + 0 is undefined. */
+    if (rc == RAD_OK && n <= CACHE_WORD_MAX)
+        cache_put(b, s, n, h, out->n > before ? out->v + before : NULL, out->n - before);
     return rc;
 }
