@@ -133,6 +133,7 @@ void rad_builder_free(RadBuilder *b)
         free(w->map_sources);
         for (int c = 0; c < w->n_copies; c++) free(w->copies[c].data);
         free(w->copies);
+        free(w->slice_data);
     }
     for (int i = 0; i < b->n_buffers; i++) {
         free(b->buffers[i].name);
@@ -176,12 +177,78 @@ static void shape_text(const int64_t *shape, int rank, char *buf, size_t len)
     if (at < len) snprintf(buf + at, len - at, "]");
 }
 
+int rad_slice_name(char *buf, size_t size, const char *name, int64_t e)
+{
+    int n = snprintf(buf, size, "%s%c%lld", name, RAD_SLICE_SEPARATOR, (long long)e);
+    return n < 0 || (size_t)n >= size ? -1 : n;
+}
+
+/* Bind a stack the file holds slice by slice (NAME@0 .. NAME@n-1): every
+** slice present, each of the stack's shape less dim 0, all in one encoding.
+** Returns 0 when the file has no NAME@0 (the caller reports the stack
+** missing), 1 when bound or a problem was reported. */
+static int bind_slices(RadBuilder *b, RadWeightEntry *w, const char *stored)
+{
+    const size_t cap = strlen(stored) + 24;
+    char *slice = malloc(cap);
+    if (!slice) {
+        problem(b, "%s: out of memory binding '%s'", b->container->path, stored);
+        return 1;
+    }
+    if (rad_slice_name(slice, cap, stored, 0) < 0 || !rad_container_find(b->container, slice)) {
+        free(slice);
+        return 0;
+    }
+    const int64_t n = w->d.n_slices;
+    const void **data = calloc((size_t)n, sizeof *data);
+    if (!data) {
+        problem(b, "%s: out of memory binding the %lld slices of '%s'", b->container->path, (long long)n, stored);
+        free(slice);
+        return 1;
+    }
+    int enc = -1;
+    for (int64_t e = 0; e < n; e++) {
+        rad_slice_name(slice, cap, stored, e);
+        const RadContainerTensor *t = rad_container_find(b->container, slice);
+        if (!t) {
+            problem(b, "%s: tensor '%s' is missing (slice %lld of %lld of '%s'): the file is damaged; convert it again",
+                    b->container->path, slice, (long long)e, (long long)n, stored);
+            free(data);
+            free(slice);
+            return 1;
+        }
+        int same_shape = t->rank == w->d.rank - 1;
+        for (int i = 0; same_shape && i < t->rank; i++) same_shape = t->shape[i] == w->d.shape[i + 1];
+        if (!same_shape || (enc >= 0 && t->enc != enc) || (w->d.enc >= 0 && t->enc != w->d.enc)) {
+            char want[96], have[96];
+            shape_text(w->d.shape + 1, w->d.rank - 1, want, sizeof want);
+            shape_text(t->shape, t->rank, have, sizeof have);
+            const RadEncodingInfo *got = rad_encoding_info(t->enc);
+            problem(b, "%s: tensor '%s' has shape %s as %s; each slice of '%s' must be %s in one encoding",
+                    b->container->path, slice, have, got ? got->name : "?", stored, want);
+            free(data);
+            free(slice);
+            return 1;
+        }
+        enc = t->enc;
+        data[e] = t->data;
+    }
+    w->present = 1;
+    w->enc = enc;
+    w->data = NULL;
+    w->slice_data = data;
+    free(slice);
+    w->row_bytes = rad_encoding_row_bytes(enc, w->d.shape[w->d.rank - 1]);
+    return 1;
+}
+
 /* Bind a declared weight to the container's tensor, checking what the plugin
 ** expects against what the file holds. */
 static void bind_to_container(RadBuilder *b, RadWeightEntry *w)
 {
     const char *stored = w->source ? w->source : w->name;
     const RadContainerTensor *t = rad_container_find(b->container, stored);
+    if (!t && w->d.n_slices > 0 && bind_slices(b, w, stored)) return;
     if (!t) {
         if (!w->d.optional)
             problem(b, "%s: tensor '%s' is missing: the file was converted for another model or is damaged; convert it again",

@@ -531,6 +531,70 @@ static int weight_enc(const RadBuilder *b, const RadWeightEntry *w, const char *
     return rad_quant_recipe_enc(recipe, &t);
 }
 
+/* Encode and write n weights.  One weight is one record.  A run of stacks
+** (n > 1, or one stack) is written slice by slice: record NAME@e of each,
+** for e = 0, 1, ..., in group + e, so a reader fetches expert e of a layer
+** with one read of one 4 KiB-aligned run (docs/FORMAT.md, "Experts").
+** Encoding problems are collected in pr and the weight skipped; returns
+** nonzero only when the writer fails. */
+static int write_weights(RadContainerWriter *w, const RadCheckpoint *ck, const RadBuilder *b,
+                         RadWeightEntry *const *we, int n, const char *recipe, const char *canon,
+                         const char *plugin_name, Problems *pr, uint64_t *written, int *n_written)
+{
+    void *bytes[n];
+    uint64_t size[n];
+    int enc[n], ok = 1, rc = RAD_OK;
+    for (int k = 0; k < n; k++) {
+        bytes[k] = NULL;
+        size[k] = 0;
+        enc[k] = -1;
+        if (!we[k]->map_mode) {
+            add_problem(pr, "plugin %s declares '%s' without a name map entry", plugin_name, we[k]->name);
+            ok = 0;
+            continue;
+        }
+        enc[k] = weight_enc(b, we[k], recipe);
+        if (enc[k] < 0) {
+            add_problem(pr, "plugin %s declares '%s' as stored, and --quant %s is no recipe", plugin_name,
+                        we[k]->name, canon);
+            ok = 0;
+            continue;
+        }
+        bytes[k] = encode_weight(ck, we[k], enc[k], &size[k], pr);
+        if (!bytes[k]) ok = 0;
+    }
+    if (ok && pr->n == 0) {
+        if (we[0]->d.n_slices == 0) {
+            rc = rad_container_add_tensor(w, we[0]->name, enc[0], we[0]->d.rank, we[0]->d.shape, we[0]->d.group,
+                                          bytes[0], size[0]);
+        } else {
+            const int64_t slices = we[0]->d.n_slices;
+            for (int64_t e = 0; e < slices && rc == RAD_OK; e++)
+                for (int k = 0; k < n && rc == RAD_OK; k++) {
+                    const RadWeightDecl *d = &we[k]->d;
+                    const uint64_t one = size[k] / (uint64_t)slices;
+                    size_t cap = strlen(we[k]->name) + 24;
+                    char *name = malloc(cap);
+                    if (!name) {
+                        rc = RAD_E_NOMEM;
+                        break;
+                    }
+                    rad_slice_name(name, cap, we[k]->name, e);
+                    rc = rad_container_add_tensor(w, name, enc[k], d->rank - 1, d->shape + 1, d->group + (int32_t)e,
+                                                  (const uint8_t *)bytes[k] + e * one, one);
+                    free(name);
+                }
+        }
+        if (rc == RAD_OK)
+            for (int k = 0; k < n; k++) {
+                *written += size[k];
+                (*n_written)++;
+            }
+    }
+    for (int k = 0; k < n; k++) free(bytes[k]);
+    return rc;
+}
+
 int rad_convert_hf(const char *dir, const char *out_path, const char *quant, const char *plugin_dir, FILE *log)
 {
     return rad_convert_hf_named(dir, out_path, quant, plugin_dir, NULL, log);
@@ -623,28 +687,18 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
 
     uint64_t written = 0;
     int n_written = 0;
-    for (int i = 0; i < n_order; i++) {
-        const RadWeightEntry *we = order[i];
-        if (!we->map_mode) {
-            add_problem(&pr, "plugin %s declares '%s' without a name map entry", plugin->info->name, we->name);
-            continue;
-        }
-        uint64_t size = 0;
-        int enc = weight_enc(&b, we, recipe);
-        if (enc < 0) {
-            add_problem(&pr, "plugin %s declares '%s' as stored, and --quant %s is no recipe", plugin->info->name,
-                        we->name, canon);
-            continue;
-        }
-        void *bytes = encode_weight(ck, we, enc, &size, &pr);
-        if (!bytes) continue;
-        if (pr.n == 0) {
-            rc = rad_container_add_tensor(w, we->name, enc, we->d.rank, we->d.shape, we->d.group, bytes, size);
-            if (rc) { free(bytes); goto done; }
-            written += size;
-            n_written++;
-        }
-        free(bytes);
+    for (int i = 0; i < n_order;) {
+        /* The stacks of one MoE layer (same group, same slice count: its
+        ** experts' gate, up, down, biases) are encoded together and written
+        ** slice-major, so expert e's pieces sit together in group + e. */
+        int run = 1;
+        if (order[i]->d.n_slices > 0)
+            while (i + run < n_order && order[i + run]->d.group == order[i]->d.group &&
+                   order[i + run]->d.n_slices == order[i]->d.n_slices)
+                run++;
+        rc = write_weights(w, ck, &b, order + i, run, recipe, canon, plugin->info->name, &pr, &written, &n_written);
+        if (rc) goto done;
+        i += run;
     }
     rc = dropped_tensors(ck, &b, &pr, config_path);
     if (rc) goto done;

@@ -147,7 +147,9 @@ typedef struct RadWeightEntry {
     int map_flags;                      /* RAD_MAP_TRANSPOSED, RAD_MAP_ROWS_* (COPY only) */
     int present;                        /* found in the container */
     int enc;                            /* as stored */
-    const void *data;                   /* mapped bytes */
+    const void *data;                   /* mapped bytes (NULL when stored as slices) */
+    const void **slice_data;            /* a stack stored slice by slice (NAME@e records of a
+                                        ** .rad: each expert apart, in its own group), or NULL */
     int64_t row_bytes;
     RadRelayoutCopy *copies;            /* kernels' private layouts of it */
     int n_copies;
@@ -243,6 +245,14 @@ void rad_builder_print_graph(const RadBuilder *b, const RadKernelLibrary *const 
 struct RadPool;
 /* The stored bytes of weight w as a kernel operand. */
 void rad_weight_tensor(const RadWeightEntry *w, RadTensor *t);
+
+/* The .rad record name of slice e of the stacked weight `name`: "NAME@e".
+** A converted MoE layer stores each expert's slices of its stacks as records
+** of their own, gate, up and down of one expert together in its movement
+** group, so one aligned read fetches one expert (docs/FORMAT.md).  Returns
+** the length written, or -1 when buf is too small. */
+#define RAD_SLICE_SEPARATOR '@'
+int rad_slice_name(char *buf, size_t size, const char *name, int64_t e);
 /* The copy of w that `row` made at load, or NULL. */
 const RadRelayoutCopy *rad_relayout_copy(const RadWeightEntry *w, const RadKernelRow *row);
 /* One copy a selected row asks for: the planner (residency.c) chooses. */

@@ -56,6 +56,7 @@ static int bind_operand(RadCtx *c, const RadOpEntry *e, const RadKernelRow *row,
         const RadRelayoutCopy *copy = rad_relayout_copy(w, row);
         if (copy) {
             t->data = copy->data;
+            t->slices = NULL;   /* the copy holds every slice, end to end */
             t->layout = RAD_LAYOUT_KERNEL;
         }
         return RAD_OK;

@@ -42,13 +42,27 @@ void rad_weight_tensor(const RadWeightEntry *w, RadTensor *t)
     memcpy(t->shape, w->d.shape, sizeof t->shape);
     t->row_bytes = w->row_bytes;
     /* A stack of slices (a MoE layer's experts): slice e is the e-th of
-    ** shape[0] equal runs of rows, contiguous as the container stores it. */
+    ** shape[0] equal runs of rows, contiguous where the container stores
+    ** the stack whole (a GGUF), each in its own record where it stores
+    ** them apart (a .rad: one expert's gate, up and down together). */
     if (w->d.n_slices > 0) {
         int64_t rows = 1;
         for (int d = 1; d + 1 < w->d.rank; d++) rows *= w->d.shape[d];
         t->n_slices = w->d.n_slices;
         t->slice_bytes = rows * w->row_bytes;
+        t->slices = w->slice_data;
     }
+}
+
+/* Give the mapped pages of w's stored bytes back (its copies replace them). */
+static void drop_stored(const RadWeightEntry *w, uint64_t bytes)
+{
+    if (!w->slice_data) {
+        rad_file_drop(w->data, bytes);
+        return;
+    }
+    const uint64_t one = bytes / (uint64_t)w->d.n_slices;
+    for (int64_t e = 0; e < w->d.n_slices; e++) rad_file_drop(w->slice_data[e], one);
 }
 
 /* The copy of w that `row` made at load, or NULL. */
@@ -107,7 +121,7 @@ static void relayout_task(void *ctx, int i)
     if (!j->rc) atomic_store_explicit(&j->w->copies[j->copy].ready, 1, memory_order_release);
     if (j->rc || j->owner < 0) return;
     RadRelayoutJob *owner = &list->job[j->owner];
-    if (atomic_fetch_sub(&owner->left, 1) == 1) rad_file_drop(owner->w->data, (uint64_t)owner->stored_bytes);
+    if (atomic_fetch_sub(&owner->left, 1) == 1) drop_stored(owner->w, (uint64_t)owner->stored_bytes);
 }
 
 /* The pieces of job j, appended to list->piece (sized for the worst case). */

@@ -151,12 +151,13 @@ void cpu_act_q8_0_sums(const float *x, void *dst, int64_t K)
 
 /* A stacked weight (a MoE layer's experts, [n_expert, N, K], slices
 ** contiguous): each slice gets the x8 layout on its own, slice e of the
-** copy at e * N * cpu_x8_row_bytes (ops_moe.c reads it there).  Streamed
-** slices (RadTensor.slices) are not copied: they arrive in stored layout. */
+** copy at e * N * cpu_x8_row_bytes (ops_moe.c reads it there).  The
+** slices may sit end to end (a GGUF stack) or apart (RadTensor.slices: a
+** .rad stores each expert in its own record); the copy is contiguous. */
 static int slice_of_stack(const RadTensor *w, int64_t e, RadTensor *t)
 {
     memset(t, 0, sizeof *t);
-    t->data = (char *)w->data + e * w->slice_bytes;
+    t->data = w->slices ? (char *)w->slices[e] : (char *)w->data + e * w->slice_bytes;
     t->enc = w->enc;
     t->rank = 2;
     t->shape[0] = w->shape[1];
@@ -167,8 +168,8 @@ static int slice_of_stack(const RadTensor *w, int64_t e, RadTensor *t)
 
 size_t cpu_relayout_stack_bytes(const RadTensor *w)
 {
-    if (!w || !w->data || w->slices || w->rank != 3 || w->n_slices != w->shape[0] || w->shape[0] <= 0) return 0;
-    if (w->slice_bytes != w->shape[1] * w->row_bytes) return 0;     /* slices packed end to end */
+    if (!w || !(w->data || w->slices) || w->rank != 3 || w->n_slices != w->shape[0] || w->shape[0] <= 0) return 0;
+    if (w->slice_bytes != w->shape[1] * w->row_bytes) return 0;     /* whole slices */
     RadTensor t;
     slice_of_stack(w, 0, &t);
     size_t one = cpu_relayout_bytes(&t);

@@ -252,7 +252,8 @@ static void check_moe_case(const Moe *c, const char *isa, float *want, float *go
     }
 }
 
-/* The stack through the row's relayout, and slice by slice through
+/* The stack through the row's relayout (made from the stack whole and from
+** its slices apart, the same bytes), and slice by slice through
 ** RadTensor.slices with mixed layouts: the stored layout's bits. */
 static int check_relayout(const Moe *c, const char *isa, float *got, float *again)
 {
@@ -265,6 +266,29 @@ static int check_relayout(const Moe *c, const char *isa, float *got, float *agai
     const char *name = rad_encoding_info(c->enc)->name;
     unsigned char *copy = aligned_alloc(64, (bytes + 63) / 64 * 64);
     assert_int_equal(row->relayout(w, copy), RAD_OK);
+    {
+        /* a .rad stores each expert in its own record: the copy made from
+        ** slices apart is the copy made from the stack, byte for byte */
+        const void *apart[E];
+        void *held[E];
+        size_t stored_one = (size_t)(c->N * c->wrb);
+        for (int e = 0; e < E; e++) {
+            held[e] = malloc(stored_one);
+            memcpy(held[e], c->w + e * stored_one, stored_one);
+            apart[e] = held[e];
+        }
+        RadTensor sliced = *w;
+        sliced.data = NULL;
+        sliced.slices = apart;
+        assert_int_equal(row->relayout_bytes(&sliced), bytes);
+        unsigned char *from_slices = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        assert_int_equal(row->relayout(&sliced, from_slices), RAD_OK);
+        if (memcmp(copy, from_slices, bytes) != 0)
+            fail_msg("cpu %s: moe_gemm %s: the copy made from slices apart differs from the stack's", isa,
+                     rad_encoding_info(c->enc)->name);
+        free(from_slices);
+        for (int e = 0; e < E; e++) free(held[e]);
+    }
     assert_int_equal(launch(cpu_lib, a, NULL), RAD_OK);
     take(c, M_MAX, got);
     for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
