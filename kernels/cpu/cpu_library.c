@@ -91,12 +91,14 @@ CpuActQuantFn cpu_act_quant[CPU_ACT_COUNT];
      .relayout_rows = CPU_X8_ROWS, .relayout_same_bits = 1}
 
 /* The expert products: one launch for both bands (ops_moe.c), the x8
-** layout made per expert slice (x8.c), experts read wherever they live. */
+** layout made per expert slice (x8.c), experts read wherever they live.
+** Stored and copied slices give the same bits (tests/ops/test_cpu_moe.c
+** mixes them in one launch), so the copies are made after the open. */
 #define MOE_GEMM(rowname, band) \
     {.op = "moe_gemm", .name = rowname, .n_constraints = 2, .constraints = {band, ENCS}, \
      .priority = PRIORITY, .domain = RAD_DOMAIN_HOST, .launch = cpu_moe_gemm, \
      .scratch_bytes = cpu_moe_gemm_scratch, .relayout_bytes = cpu_relayout_stack_bytes, \
-     .relayout = cpu_relayout_stack, .slices_ok = 1}
+     .relayout = cpu_relayout_stack, .slices_ok = 1, .relayout_same_bits = 1}
 
 /* Every row this library can offer; init copies those whose launch exists. */
 static const RadKernelRow all_rows[] = {
