@@ -177,6 +177,8 @@ int rad_settings_set(RadSettings *s, const char *key, const char *value, const c
     else if (!strcmp(key, "batch")) return rad_parse_int(what, value, 1, 1 << 16, &s->batch);
     else if (!strcmp(key, "threads")) return rad_parse_int(what, value, 1, 256, &s->threads);
     else if (!strcmp(key, "mem_budget")) return rad_parse_bytes(what, value, &s->mem_budget);
+    else if (!strcmp(key, "stream_experts")) return rad_parse_bool(what, value, &s->stream_experts);
+    else if (!strcmp(key, "expert_cache")) return rad_parse_bytes(what, value, &s->expert_cache);
     else if (!strcmp(key, "draft")) s->draft = value[0] && strcmp(value, "off") ? value : NULL;
     else if (!strcmp(key, "draft_max")) return rad_parse_int(what, value, 1, 16, &s->draft_max);
     else if (!strcmp(key, "kernels")) s->kernels = value[0] ? value : NULL;
@@ -215,6 +217,7 @@ int rad_settings_option(RadSettings *s, int c, const char *arg, int *rc)
         {'t', "threads", "--threads"},
         {RAD_OPT_COLOR, "color", "--color"},
         {RAD_OPT_MEM_BUDGET, "mem_budget", "--mem-budget"},
+        {RAD_OPT_EXPERT_CACHE, "expert_cache", "--expert-cache"},
         {RAD_OPT_DRAFT, "draft", "--draft"},
         {RAD_OPT_DRAFT_MAX, "draft_max", "--draft-max"},
     };
@@ -231,6 +234,7 @@ int rad_settings_option(RadSettings *s, int c, const char *arg, int *rc)
     case RAD_OPT_THINK: s->conv.thinking = 1; break;
     case RAD_OPT_NO_THINK: s->conv.thinking = 0; break;
     case RAD_OPT_ALLOW_SPECIAL: s->conv.allow_special = 1; break;
+    case RAD_OPT_STREAM_EXPERTS: s->stream_experts = 1; break;
     default: return 0;
     }
     *rc = RAD_OK;

@@ -40,6 +40,8 @@ typedef struct RadSettings {
     int batch;                  /* prefill rows per step; 0 = the engine's default */
     int threads;                /* 0 = the physical cores */
     int64_t mem_budget;         /* bytes the model may keep in memory; 0 = the engine's default */
+    int stream_experts;         /* routed experts read from the file as chosen (a .rad's MoE model) */
+    int64_t expert_cache;       /* bytes of expert slots; 0 = one layer's experts */
     const char *draft;          /* speculative decoding: "ngram" or a draft model's spec; NULL = off */
     int draft_max;              /* most tokens guessed per step; 0 = RAD_DRAFT_MAX_DEFAULT */
     const char *kernels;        /* kernel library order; NULL = the engine's default */
@@ -104,7 +106,8 @@ enum {
     RAD_OPT_TEMP = 1000, RAD_OPT_TOP_K, RAD_OPT_TOP_P, RAD_OPT_MIN_P, RAD_OPT_REPEAT_PENALTY,
     RAD_OPT_REPEAT_LAST_N, RAD_OPT_SEED, RAD_OPT_CONTEXT_POLICY, RAD_OPT_REPLY_RESERVE, RAD_OPT_KV_DTYPE,
     RAD_OPT_KERNELS, RAD_OPT_PLUGINS, RAD_OPT_COLOR, RAD_OPT_OFFLINE, RAD_OPT_THINK, RAD_OPT_NO_THINK,
-    RAD_OPT_MEM_BUDGET, RAD_OPT_ALLOW_SPECIAL, RAD_OPT_DRAFT, RAD_OPT_DRAFT_MAX
+    RAD_OPT_MEM_BUDGET, RAD_OPT_ALLOW_SPECIAL, RAD_OPT_DRAFT, RAD_OPT_DRAFT_MAX, RAD_OPT_STREAM_EXPERTS,
+    RAD_OPT_EXPERT_CACHE
 };
 
 #define RAD_SETTINGS_OPTIONS                                                                                 \
@@ -122,7 +125,9 @@ enum {
         {"quiet", no_argument, 0, 'q'}, {"think", no_argument, 0, RAD_OPT_THINK},                            \
         {"no-think", no_argument, 0, RAD_OPT_NO_THINK}, {"mem-budget", required_argument, 0, RAD_OPT_MEM_BUDGET}, \
         {"allow-special", no_argument, 0, RAD_OPT_ALLOW_SPECIAL}, {"draft", required_argument, 0, RAD_OPT_DRAFT}, \
-        {"draft-max", required_argument, 0, RAD_OPT_DRAFT_MAX}
+        {"draft-max", required_argument, 0, RAD_OPT_DRAFT_MAX},                                              \
+        {"stream-experts", no_argument, 0, RAD_OPT_STREAM_EXPERTS},                                          \
+        {"expert-cache", required_argument, 0, RAD_OPT_EXPERT_CACHE}
 
 /* Apply option c with its argument arg (kept as a pointer, as optarg is).
 ** Returns 1, with *rc the outcome, when c is one of RAD_SETTINGS_OPTIONS;

@@ -153,6 +153,7 @@ typedef struct RadWeightEntry {
     int64_t row_bytes;
     RadRelayoutCopy *copies;            /* kernels' private layouts of it */
     int n_copies;
+    int streamed;                       /* its slices are read into expert slots as chosen (experts.c) */
 } RadWeightEntry;
 
 typedef struct RadBufferEntry {
@@ -474,7 +475,24 @@ struct RadEngine {
     size_t scratch_bytes;
     RadResidency residency;             /* where the bytes live (residency.c) */
     RadRelayoutLater *copies_later;     /* copies still being made after open (relayout.c) */
+    struct RadExperts *experts;         /* the expert cache when streaming, or NULL (experts.c) */
 };
+
+/* ------------------------------------------- streamed experts (experts.c) */
+
+typedef struct RadExperts RadExperts;
+/* With opt.stream_experts: the expert runs of the file and a cache of slots
+** (at least one layer's experts; opt.expert_cache_bytes for more); marks the
+** streamed weights, which get no kernel copies.  *out stays NULL for a model
+** without routed experts.  RAD_E_UNSUPPORTED for stacks stored whole (GGUF). */
+int  rad_experts_open(RadEngine *e, RadExperts **out);
+void rad_experts_free(RadExperts *x);
+/* Before an op runs: the experts its first `rows` rows chose made resident,
+** and its streamed stack operands pointed at them through RadTensor.slices. */
+int  rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *operands, int n, int64_t rows,
+                      RadKernelArgs *a);
+void rad_experts_stats(const RadExperts *x, RadEngineStats *s);
+void rad_experts_print(const RadExperts *x, FILE *f);
 
 struct RadCtx {
     RadEngine *e;

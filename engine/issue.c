@@ -137,6 +137,10 @@ int rad_issue(RadCtx *c, rad_op op, int64_t rows, const RadOperand *operands, in
     }
     for (int i = 0; i < n; i++)
         if (bind_operand(c, e, band->row, op, i, &operands[i], rows, &a)) return c->status;
+    if (eng->experts) {
+        int rc = rad_experts_bind(eng->experts, &eng->b, operands, n, rows, &a);
+        if (rc) return rad_step_fail(c, rc, "op %s #%d: %s", e->op, op, rad_error_message());
+    }
     a.pool = eng->pool;
     a.n_threads = rad_pool_threads(eng->pool);
     a.parallel_for = rad_pool_parallel_for;

@@ -212,6 +212,7 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
                                  .max_spec = ctx->max_spec, .kv_enc = ctx->kv_enc, .positions = opt->kv_size};
     rc = rad_kv_pool_init(&e->kv, &e->b, &kv_opt);
     if (!rc) PROGRESS("weights");
+    if (!rc && opt->stream_experts) rc = rad_experts_open(e, &e->experts);   /* before the copies: none for them */
     if (!rc) rc = rad_residency_plan(e);     /* after the KV cache: the budget counts it */
     if (rc) return fail_open(e, rc);
 
@@ -241,6 +242,7 @@ void rad_engine_close(RadEngine *e)
 {
     if (!e) return;
     rad_relayout_later_free(e->copies_later);      /* its thread writes into the weights' copies */
+    rad_experts_free(e->experts);
     rad_kv_pool_free(&e->kv);
     rad_text_free(e->text);
     if (e->plugin) e->plugin->release(e->instance);     /* before its tables go */
@@ -292,6 +294,7 @@ void rad_engine_print_plan(const RadEngine *e, FILE *f)
     fprintf(f, "memory plan for %s (%s/%s, plugin %s):\n", e->opt.model_path, e->meta.arch_id,
             e->meta.quant, e->plugin->info->name);
     rad_residency_print(e, f);
+    rad_experts_print(e->experts, f);
     fprintf(f, "  arena: %d buffers, %lld bytes if none shared\n", e->b.n_buffers, (long long)sum_buffers);
     fprintf(f, "  KV: %d groups, %d layers, blocks of %d, %s, %lld blocks shared by %d sequences of %d positions\n",
             e->kv.n_groups, e->kv.n_layers, e->kv.block_size, rad_encoding_info(e->ctx.kv_enc)->name,

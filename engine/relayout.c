@@ -193,6 +193,7 @@ int rad_relayout_list(RadBuilder *b, RadRelayoutList *list)
             for (int n = 0; n < op->n_weights; n++) {
                 rad_weight id = op->weights[n];
                 if (id < 0 || id >= b->n_weights || !b->weights[id].present) continue;
+                if (b->weights[id].streamed) continue;  /* read into slots as stored (experts.c) */
                 int listed = 0;
                 for (int j = first[id]; j >= 0 && !listed; j = list->job[j].next)
                     listed = list->job[j].row->relayout == row->relayout;

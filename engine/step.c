@@ -161,4 +161,8 @@ int rad_engine_eval(RadEngine *e, int seq, const int32_t *tokens, int n, float *
     return rad_engine_decode(e, &w, 1);
 }
 
-void rad_engine_stats(const RadEngine *e, RadEngineStats *out) { *out = e->stats; }
+void rad_engine_stats(const RadEngine *e, RadEngineStats *out)
+{
+    *out = e->stats;
+    rad_experts_stats(e->experts, out);
+}

@@ -78,6 +78,7 @@ int rad_chat_open_model(RadChat *c)
     RadEngineOptions opt = {
         .model_path = path, .plugin_dir = s->plugins, .kernels = s->kernels, .n_threads = s->threads,
         .max_ctx = s->ctx, .max_tok = s->batch, .kv_type = s->kv_dtype, .mem_budget = s->mem_budget,
+        .stream_experts = s->stream_experts, .expert_cache_bytes = s->expert_cache,
         .max_spec = s->draft ? (s->draft_max > 0 ? s->draft_max : RAD_DRAFT_MAX_DEFAULT) : 0,
     };
     RadEngine *e = NULL, *draft = NULL;

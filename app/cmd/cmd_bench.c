@@ -78,6 +78,8 @@ static const char usage[] =
     "      --parallel LIST   N sequences at once, for each N of LIST (1,4,8): aggregate pp and tg\n"
     "                        t/s as llama-batched-bench measures them\n"
     "      --mem-budget SIZE memory the model may keep (e.g. 8G; default: what is available)\n"
+    "      --stream-experts  read a MoE model's routed experts from the file as chosen (.rad)\n"
+    "      --expert-cache SIZE memory for streamed experts (default: one layer's experts)\n"
     "      --draft D         with --prompt-file: greedy generation plain and with speculative\n"
     "                        decoding (D: ngram, or a draft model), side by side\n"
     "      --draft-max K     most tokens guessed per step (default 8)\n"
@@ -697,7 +699,7 @@ static void print_json(FILE *f, const BenchModel *m, int threads, const BenchRes
 
 int rad_cmd_bench(int argc, char **argv)
 {
-    enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET, DRAFT, DRAFT_MAX, PROMPT_FILE };
+    enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET, DRAFT, DRAFT_MAX, PROMPT_FILE, STREAM, CACHE };
     static const struct option options[] = {
         {"model", required_argument, 0, 'm'}, {"n-prompt", required_argument, 0, 'p'},
         {"n-gen", required_argument, 0, 'n'}, {"repetitions", required_argument, 0, 'r'},
@@ -705,6 +707,7 @@ int rad_cmd_bench(int argc, char **argv)
         {"output", required_argument, 0, 'o'}, {"kernels", required_argument, 0, KERNELS},
         {"kv-dtype", required_argument, 0, KVD}, {"plugins", required_argument, 0, PLUGINS},
         {"parallel", required_argument, 0, PARALLEL}, {"mem-budget", required_argument, 0, MEM_BUDGET},
+        {"stream-experts", no_argument, 0, STREAM}, {"expert-cache", required_argument, 0, CACHE},
         {"draft", required_argument, 0, DRAFT}, {"draft-max", required_argument, 0, DRAFT_MAX},
         {"prompt-file", required_argument, 0, PROMPT_FILE},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
@@ -738,6 +741,8 @@ int rad_cmd_bench(int argc, char **argv)
             break;
         case PLUGINS: opt.plugin_dir = optarg; break;
         case MEM_BUDGET: rc = rad_parse_bytes("bench --mem-budget", optarg, &opt.mem_budget); break;
+        case STREAM: opt.stream_experts = 1; break;
+        case CACHE: rc = rad_parse_bytes("bench --expert-cache", optarg, &opt.expert_cache_bytes); break;
         case DRAFT: draft = optarg; break;
         case DRAFT_MAX: rc = parse_count("--draft-max", optarg, 1, 16, &draft_max); break;
         case PROMPT_FILE: prompt_file = optarg; break;

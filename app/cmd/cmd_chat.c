@@ -59,6 +59,8 @@ static const char usage[] =
     "  -b, --batch N            rows per prefill step (default 256)\n"
     "      --kv-dtype T         KV cache encoding: f16 (default) or f32\n"
     "      --mem-budget SIZE    memory the model may keep (e.g. 8G; default: what is available)\n"
+    "      --stream-experts     read a MoE model's routed experts from the file as chosen (.rad)\n"
+    "      --expert-cache SIZE  memory for streamed experts (default: one layer's experts)\n"
     "      --draft D            speculative decoding: ngram (prompt lookup) or a draft model\n"
     "                           with the same vocabulary; the output is the same, faster\n"
     "      --draft-max K        most tokens guessed per step (default 8, 1..16)\n"

@@ -97,6 +97,8 @@ static const char usage[] =
     "  -b, --batch N            rows per prefill step (default 256)\n"
     "      --kv-dtype T         KV cache encoding: f16 (default) or f32\n"
     "      --mem-budget SIZE    memory the model may keep (e.g. 8G; default: what is available)\n"
+    "      --stream-experts     read a MoE model's routed experts from the file as chosen (.rad)\n"
+    "      --expert-cache SIZE  memory for streamed experts (default: one layer's experts)\n"
     "      --draft D            speculative decoding: ngram (prompt lookup) or a draft model\n"
     "                           with the same vocabulary; the output is the same, faster\n"
     "      --draft-max K        most tokens guessed per step (default 8, 1..16)\n"
@@ -728,7 +730,8 @@ int rad_cmd_run(int argc, char **argv)
     if ((rc = rad_model_resolve(model_spec, &resolve, &model_path))) goto done;
     RadEngineOptions opt = {
         .model_path = model_path, .plugin_dir = s.plugins, .kernels = s.kernels, .n_threads = s.threads,
-        .max_ctx = s.ctx, .max_tok = s.batch, .kv_type = s.kv_dtype, .mem_budget = s.mem_budget, .logits_all = dump != NULL,
+        .max_ctx = s.ctx, .max_tok = s.batch, .kv_type = s.kv_dtype, .mem_budget = s.mem_budget,
+        .stream_experts = s.stream_experts, .expert_cache_bytes = s.expert_cache, .logits_all = dump != NULL,
         .max_spec = s.draft ? (s.draft_max > 0 ? s.draft_max : RAD_DRAFT_MAX_DEFAULT) : 0,
         .debug_graph = debug_graph ? stderr : NULL, .debug_plan = debug_plan ? stderr : NULL,
     };

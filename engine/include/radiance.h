@@ -52,6 +52,10 @@ typedef struct RadEngineOptions {
                                 ** opens, on a thread of its own, the rest before; AT_OPEN: all
                                 ** before rad_engine_open returns; ON_WAIT: the head's only when
                                 ** rad_engine_wait_copies is called (for tests) */
+    int stream_experts;         /* 1: routed experts are read from the file as routing picks them, into
+                                ** a cache of slots, never through the mapping (a .rad only;
+                                ** docs/RESIDENCY.md, "Streaming the experts") */
+    int64_t expert_cache_bytes; /* the slots' bytes; 0 or too few: one layer's experts */
 } RadEngineOptions;
 
 enum { RAD_COPIES_BACKGROUND = 0, RAD_COPIES_AT_OPEN = 1, RAD_COPIES_ON_WAIT = 2 };
@@ -153,6 +157,8 @@ int  rad_engine_seq_checkpoint(RadEngine *e, int seq);
 ** served by shared prefix blocks instead of being computed. */
 typedef struct RadEngineStats {
     int64_t steps, rows, prefix_rows;
+    /* streamed experts: runs read from the file, found in a slot, bytes read, slots */
+    int64_t expert_loads, expert_hits, expert_bytes_read, expert_slots;
 } RadEngineStats;
 void rad_engine_stats(const RadEngine *e, RadEngineStats *out);
 

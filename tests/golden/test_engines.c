@@ -19,7 +19,10 @@
 **   copies      kernels' weight copies made after the model opens change no
 **               bit: steps run on the stored weights before the copies land
 **               and on the copies after give the logits of an engine that
-**               made every copy before its first step (docs/RESIDENCY.md).
+**               made every copy before its first step (docs/RESIDENCY.md);
+**   streaming   routed experts read from the file into a small cache of
+**               slots as routing picks them give the logits of the same
+**               model held in memory (docs/RESIDENCY.md, streaming).
 */
 #include <math.h>
 #include <setjmp.h>
@@ -408,6 +411,61 @@ static void copies_made_later_change_no_bit(void **state)
     copies_later_same_bits("gpt_oss");
 }
 
+/* Logits of every chunk of a prompt: the model held in memory, or with its
+** experts streamed through a cache of the fewest slots (one layer's
+** experts), so that each layer evicts the one before. */
+static float *stream_run(const char *path, int stream, RadEngineStats *stats)
+{
+    RadEngineOptions opt = {.model_path = path, .kv_type = "f16", .max_seqs = 1, .max_tok = 16, .max_ctx = 256,
+                            .kernels = "cpu,ref", .copies = RAD_COPIES_AT_OPEN, .stream_experts = stream};
+    RadEngine *e = NULL;
+    if (rad_engine_open(&opt, &e)) fail_msg("open %s: %s", path, rad_error_message());
+    int vocab = rad_engine_n_vocab(e), seq;
+    assert_int_equal(rad_engine_seq_new(e, &seq), 0);
+    /* a prefill chunk (many experts per layer), then decode steps (few) */
+    enum { STREAM_STEPS = 6 };
+    float *out = malloc((size_t)STREAM_STEPS * vocab * sizeof *out);
+    int32_t tokens[CHUNK + STREAM_STEPS];
+    prompt(tokens, CHUNK + STREAM_STEPS, 5, vocab);
+    if (rad_engine_eval(e, seq, tokens, CHUNK, out)) fail_msg("eval: %s", rad_error_message());
+    for (int i = 1; i < STREAM_STEPS; i++)
+        if (rad_engine_eval(e, seq, tokens + CHUNK + i, 1, out + (size_t)i * vocab))
+            fail_msg("eval: %s", rad_error_message());
+    rad_engine_stats(e, stats);
+    rad_engine_close(e);
+    return out;
+}
+
+/* Pins: streamed experts change no bit, for gpt-oss (q8_0 stacks with
+** biases), Qwen3-MoE (f32) and OLMoE (q8_0): runs are read and found
+** resident, and at least one model reads more runs than the cache holds
+** (evictions happen). */
+static void streamed_experts_change_no_bit(void **state)
+{
+    (void)state;
+    const char *models[][2] = {{"gpt_oss", "q8_0"}, {"qwen3moe", "f32"}, {"olmoe", "q8_0"}};
+    int evicted = 0;
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        const char *path = model_as(models[m][0], models[m][1]);
+        RadEngineStats held, streamed;
+        float *a = stream_run(path, 0, &held), *b = stream_run(path, 1, &streamed);
+        RadEngine *probe = open_engine(path, "f16", 1, 16);
+        int vocab = rad_engine_n_vocab(probe);
+        rad_engine_close(probe);
+        if (memcmp(a, b, (size_t)6 * vocab * sizeof(float)))
+            fail_msg("%s %s: streamed experts change the logits", models[m][0], models[m][1]);
+        print_message("%-8s streamed: %lld runs read (%lld bytes), %lld found resident, %lld slots\n",
+                      models[m][0], (long long)streamed.expert_loads, (long long)streamed.expert_bytes_read,
+                      (long long)streamed.expert_hits, (long long)streamed.expert_slots);
+        assert_int_equal(held.expert_loads, 0);
+        assert_true(streamed.expert_loads > 0 && streamed.expert_hits > 0);
+        evicted += streamed.expert_loads > streamed.expert_slots;
+        free(a);
+        free(b);
+    }
+    assert_true(evicted > 0);       /* some model read more runs than the cache holds */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +474,7 @@ int main(void)
         cmocka_unit_test(old_snapshot_refused_by_name),
         cmocka_unit_test(batched_sequences_equal_solo),
         cmocka_unit_test(copies_made_later_change_no_bit),
+        cmocka_unit_test(streamed_experts_change_no_bit),
     };
     return cmocka_run_group_tests_name("engines", tests, setup, teardown);
 }

@@ -1,0 +1,273 @@
+/*
+** experts.c: routed experts read from the file as routing picks them, into
+** a cache of slots (RadEngineOptions.stream_experts; docs/RESIDENCY.md,
+** "Streaming the experts").
+**
+** A .rad stores expert e of a MoE layer as one 4 KiB-aligned run, its
+** movement group (docs/FORMAT.md, "Experts"): the gate, up and down slices
+** (and gpt-oss's biases) one after another.  When the experts are streamed
+** their mapped pages are never touched; instead, just before an op reads a
+** stack (moe_gemm), the experts its rows chose (the op's ids operand, which
+** the router wrote earlier in the same step) are made resident: a hit costs
+** nothing, a miss is one read of the whole run into a free or the least
+** recently used slot.  The op then sees the stack through RadTensor.slices,
+** each chosen slice pointing into its slot, in the stored layout (no copy).
+**
+** Results do not depend on it: a kernel gives the same bits from a slice
+** wherever it lives (tests/ops/test_cpu_moe.c), and test_engines.c pins a
+** streamed model against the same model held in memory, bit for bit.
+**
+** The cache holds at least one layer's worth of experts, so that every op
+** (a prefill may route to every expert of its layer) finds all it needs at
+** once; nothing is evicted while an op runs.  Reads are synchronous pread()s
+** with O_DIRECT where the file system takes it: the first version, meant to
+** be right; overlap with compute, io_uring and prefetch come next (issue 15).
+*/
+#include "engine_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../formats/file_access.h"
+
+typedef struct ExpertRun {
+    uint64_t offset, bytes;     /* in the file: the group's run, [offset, offset + bytes) */
+    int slot;                   /* where it is resident, or -1 */
+} ExpertRun;
+
+typedef struct ExpertSlot {
+    int32_t run;                /* index into runs, or -1 when free */
+    uint64_t used;              /* the op counter when last needed (LRU) */
+    uint64_t pinned;            /* the op counter of the op that needs it now */
+    unsigned char *data;
+} ExpertSlot;
+
+struct RadExperts {
+    int fd, direct;
+    size_t align;
+    const char *path;
+    const unsigned char *map;   /* the container's map: slice_data - map is a file offset */
+    int32_t group_lo, n_runs;   /* run i is movement group group_lo + i */
+    ExpertRun *runs;
+    int n_slots;
+    uint64_t slot_bytes, clock;
+    ExpertSlot *slots;
+    const void **slices;        /* per op: [n_weights_streamed][max_slices] pointers */
+    int64_t max_slices;
+    int max_per_op;             /* stacks one op may read: w and bias */
+    int64_t loads, hits;
+    uint64_t bytes_read;
+};
+
+static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+static int streamable(const RadWeightEntry *w)
+{
+    return w->present && !w->source && w->d.access == RAD_ACCESS_CONDITIONAL && w->d.n_slices > 0;
+}
+
+void rad_experts_free(RadExperts *x)
+{
+    if (!x) return;
+    if (x->fd >= 0) close(x->fd);
+    for (int i = 0; i < x->n_slots; i++) free(x->slots[i].data);
+    free(x->slots);
+    free(x->runs);
+    free(x->slices);
+    free(x);
+}
+
+/* The runs of every expert group, from the slices' places in the file. */
+static int find_runs(RadExperts *x, const RadBuilder *b, const char *path)
+{
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
+    for (int i = 0; i < b->n_weights; i++) {
+        const RadWeightEntry *w = &b->weights[i];
+        if (!streamable(w)) continue;
+        if (!w->slice_data)
+            return rad_error_set(RAD_E_UNSUPPORTED,
+                                 "%s: streaming experts needs each expert stored apart, as `radiance convert` "
+                                 "writes a .rad; '%s' is one stacked tensor (a GGUF file): convert the model "
+                                 "to .rad, or run it without --stream-experts", path, w->name);
+        if (w->d.group < lo) lo = w->d.group;
+        if (w->d.group + (int32_t)w->d.n_slices - 1 > hi) hi = w->d.group + (int32_t)w->d.n_slices - 1;
+        if (w->d.n_slices > x->max_slices) x->max_slices = w->d.n_slices;
+    }
+    if (hi < lo) return 0;
+    x->group_lo = lo;
+    x->n_runs = hi - lo + 1;
+    x->runs = calloc((size_t)x->n_runs, sizeof *x->runs);
+    if (!x->runs) return RAD_E_NOMEM;
+    for (int r = 0; r < x->n_runs; r++) x->runs[r] = (ExpertRun){.offset = UINT64_MAX, .bytes = 0, .slot = -1};
+    for (int i = 0; i < b->n_weights; i++) {
+        const RadWeightEntry *w = &b->weights[i];
+        if (!streamable(w)) continue;
+        int64_t rows = 1;
+        for (int d = 1; d + 1 < w->d.rank; d++) rows *= w->d.shape[d];
+        const uint64_t one = (uint64_t)(rows * w->row_bytes);
+        for (int64_t e = 0; e < w->d.n_slices; e++) {
+            ExpertRun *run = &x->runs[w->d.group + e - lo];
+            uint64_t at = (uint64_t)((const unsigned char *)w->slice_data[e] - x->map);
+            uint64_t end = run->offset == UINT64_MAX ? at + one : run->offset + run->bytes;
+            if (at + one > end) end = at + one;
+            if (at < run->offset) run->offset = at;
+            run->bytes = end - run->offset;
+        }
+    }
+    for (int r = 0; r < x->n_runs; r++) {
+        ExpertRun *run = &x->runs[r];
+        if (run->offset == UINT64_MAX) continue;      /* a group number no stack uses */
+        if (run->offset % 4096)
+            return rad_error_set(RAD_E_FORMAT, "%s: expert group %d starts at byte %llu, not on a 4 KiB boundary: "
+                                 "the file is damaged; convert it again", path, lo + r,
+                                 (unsigned long long)run->offset);
+        uint64_t need = round_up(run->bytes, 4096);
+        if (need > x->slot_bytes) x->slot_bytes = need;
+    }
+    return 0;
+}
+
+int rad_experts_open(RadEngine *e, RadExperts **out)
+{
+    *out = NULL;
+    RadBuilder *b = &e->b;
+    int n = 0;
+    for (int i = 0; i < b->n_weights; i++) n += streamable(&b->weights[i]);
+    if (!n) return 0;               /* a dense model: nothing to stream */
+    RadExperts *x = calloc(1, sizeof *x);
+    if (!x) return RAD_E_NOMEM;
+    x->fd = -1;
+    x->path = e->opt.model_path;
+    x->map = e->container->map;
+    int rc = find_runs(x, b, x->path);
+    if (rc) { rad_experts_free(x); return rc; }
+    /* At least a layer's experts (an op may need every one); more as asked. */
+    int64_t want = e->opt.expert_cache_bytes > 0 ? e->opt.expert_cache_bytes / (int64_t)x->slot_bytes : 0;
+    if (want < x->max_slices) want = x->max_slices;
+    if (want > x->n_runs) want = x->n_runs;
+    x->n_slots = (int)want;
+    x->max_per_op = 2;
+    x->slots = calloc((size_t)x->n_slots, sizeof *x->slots);
+    x->slices = calloc((size_t)(x->max_per_op * x->max_slices), sizeof *x->slices);
+    if (!x->slots || !x->slices) { rad_experts_free(x); return RAD_E_NOMEM; }
+    for (int s = 0; s < x->n_slots; s++) {
+        x->slots[s].run = -1;
+        x->slots[s].data = aligned_alloc(4096, x->slot_bytes);
+        if (!x->slots[s].data) {
+            rad_experts_free(x);
+            return rad_error_set(RAD_E_NOMEM, "%s: cannot allocate %d expert slots of %llu bytes", e->opt.model_path,
+                                 (int)want, (unsigned long long)x->slot_bytes);
+        }
+    }
+    x->fd = rad_file_open_direct(x->path, &x->direct, &x->align);
+    if (x->fd < 0) {
+        rc = x->fd;
+        x->fd = -1;
+        rad_experts_free(x);
+        return rc;
+    }
+    for (int i = 0; i < b->n_weights; i++)
+        if (streamable(&b->weights[i])) b->weights[i].streamed = 1;
+    *out = x;
+    return 0;
+}
+
+/* Run r resident in a slot no op holds now (pinned for op `tick`). */
+static int load(RadExperts *x, int32_t r, uint64_t tick)
+{
+    ExpertRun *run = &x->runs[r];
+    if (run->slot >= 0) {
+        x->hits++;
+        x->slots[run->slot].used = x->slots[run->slot].pinned = tick;
+        return RAD_OK;
+    }
+    int best = -1;
+    for (int s = 0; s < x->n_slots; s++) {
+        const ExpertSlot *slot = &x->slots[s];
+        if (slot->pinned == tick && slot->run >= 0) continue;
+        if (slot->run < 0) { best = s; break; }
+        if (best < 0 || slot->used < x->slots[best].used) best = s;
+    }
+    if (best < 0)
+        return rad_error_set(RAD_E_STATE, "%s: expert cache of %d slots is full within one op", x->path, x->n_slots);
+    ExpertSlot *slot = &x->slots[best];
+    if (slot->run >= 0) x->runs[slot->run].slot = -1;
+    slot->run = -1;
+    /* The run rounded up to the alignment O_DIRECT needs (the padding the
+    ** container writes after the run makes it readable). */
+    size_t n = (size_t)round_up(run->bytes, x->align > 1 ? x->align : 1);
+    int rc = rad_file_pread(x->fd, slot->data, run->offset, n, x->path);
+    if (rc) return rc;
+    slot->run = r;
+    slot->used = slot->pinned = tick;
+    run->slot = best;
+    x->loads++;
+    x->bytes_read += n;
+    return RAD_OK;
+}
+
+int rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *operands, int n, int64_t rows,
+                     RadKernelArgs *a)
+{
+    /* The op's chosen experts: the first `rows` rows of its INDEX operand,
+    ** [rows, k] int32 (the buffer may be declared taller). */
+    const RadTensor *ids = NULL;
+    int streamed[4], n_streamed = 0;
+    for (int i = 0; i < n; i++) {
+        if (a->schema->operands[i].role == RAD_ROLE_INDEX) ids = &a->operand[i];
+        if (operands[i].kind == RAD_OPND_WEIGHT && operands[i].id >= 0 && operands[i].id < b->n_weights &&
+            b->weights[operands[i].id].streamed && n_streamed < x->max_per_op)
+            streamed[n_streamed++] = i;
+    }
+    if (!n_streamed) return RAD_OK;
+    if (!ids || !ids->data) return rad_error_set(RAD_E_STATE, "%s: a streamed stack read without its expert ids", x->path);
+    const uint64_t tick = ++x->clock;
+    const int32_t *id = ids->data;
+    if (rows > ids->shape[0]) return rad_error_set(RAD_E_SHAPE, "%s: %lld rows of expert ids, %lld held", x->path,
+                                                   (long long)rows, (long long)ids->shape[0]);
+    const int64_t count = rows * (ids->rank > 1 ? ids->shape[1] : 1);
+    for (int s = 0; s < n_streamed; s++) {
+        const int i = streamed[s];
+        const RadWeightEntry *w = &b->weights[operands[i].id];
+        const void **slices = x->slices + (size_t)s * (size_t)x->max_slices;
+        memset(slices, 0, (size_t)w->d.n_slices * sizeof *slices);
+        for (int64_t j = 0; j < count; j++) {
+            int32_t e = id[j];
+            if (e < 0 || e >= w->d.n_slices)
+                return rad_error_set(RAD_E_RANGE, "%s: expert id %d outside 0..%lld of '%s'", x->path, e,
+                                     (long long)w->d.n_slices - 1, w->name);
+            if (slices[e]) continue;
+            const int32_t r = w->d.group + e - x->group_lo;
+            int rc = load(x, r, tick);
+            if (rc) return rc;
+            const ExpertRun *run = &x->runs[r];
+            uint64_t at = (uint64_t)((const unsigned char *)w->slice_data[e] - x->map) - run->offset;
+            slices[e] = x->slots[run->slot].data + at;
+        }
+        RadTensor *t = &a->operand[i];
+        t->data = NULL;
+        t->slices = slices;
+        t->slice_layout = NULL;         /* every slice in the stored layout */
+        t->layout = RAD_LAYOUT_STORED;
+    }
+    return RAD_OK;
+}
+
+void rad_experts_stats(const RadExperts *x, RadEngineStats *s)
+{
+    if (!x) return;
+    s->expert_loads = x->loads;
+    s->expert_hits = x->hits;
+    s->expert_bytes_read = (int64_t)x->bytes_read;
+    s->expert_slots = x->n_slots;
+}
+
+void rad_experts_print(const RadExperts *x, FILE *f)
+{
+    if (!x) return;
+    fprintf(f, "  streamed experts: %d runs of at most %llu bytes, a cache of %d slots (%.2f MB), read %s\n",
+            x->n_runs, (unsigned long long)x->slot_bytes, x->n_slots, (double)x->n_slots * x->slot_bytes / 1e6,
+            x->direct ? "with O_DIRECT" : "through the page cache (the file system refuses O_DIRECT)");
+}

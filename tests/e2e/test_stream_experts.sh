@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# test_stream_experts.sh: `--stream-experts` reads a MoE model's routed
+# experts from the file as routing picks them (engine/experts.c) and gives
+# the tokens of the model held in memory; the plan says how they are read.
+. "$(dirname "$0")/lib.sh"
+R=$RADIANCE_BIN
+
+for m in "gpt_oss q8_0" "qwen3moe f32" "olmoe q8_0"; do
+    set -- $m
+    $R convert "$FIXTURES/$1" -o "$WORK/$1.rad" --quant "$2" >/dev/null 2>&1 || not_ok "$1: convert failed"
+    held=$($R run "$WORK/$1.rad" --tokens 1,2,3,4,5,6,7,8 -n 12 --temp 0 2>/dev/null)
+    streamed=$($R run "$WORK/$1.rad" --tokens 1,2,3,4,5,6,7,8 -n 12 --temp 0 --stream-experts 2>/dev/null)
+    [ -n "$held" ] && [ "$held" = "$streamed" ] && ok "$1 $2: streamed experts give the held model's tokens" \
+        || not_ok "$1 $2: held '$held', streamed '$streamed'"
+done
+
+plan=$($R run "$WORK/gpt_oss.rad" --tokens 1,2 -n 1 --stream-experts --expert-cache 1M --debug-plan 2>&1 >/dev/null)
+echo "$plan" | grep -q "streamed experts: 16 runs .* a cache of 16 slots" \
+    && ok "--expert-cache sizes the cache (16 slots: every run of the model), --debug-plan says so" \
+    || not_ok "plan: $(echo "$plan" | grep streamed)"
+
+finish
