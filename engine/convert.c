@@ -752,9 +752,43 @@ static int cmp_container_group(const void *a, const void *b)
     return strcmp((*x)->name, (*y)->name);
 }
 
+/* A stacked expert tensor of a GGUF: blk.N.*_exps.* with a leading expert
+** dimension (llama.cpp's ffn_{gate,up,down}_exps and their biases). */
+static int is_expert_stack(const RadContainerTensor *t)
+{
+    return t->group >= 0 && t->rank >= 2 && t->shape[0] > 1 && strstr(t->name, "_exps.") != NULL;
+}
+
+/* The n stacks of layer `layer` written slice by slice, expert-major, as
+** the HF converter writes them (write_weights): NAME@e in a group of its
+** own per expert, so a .rad made from a GGUF streams its experts too. */
+static int write_expert_slices(RadContainerWriter *w, const RadContainerTensor *const *stack, int n, int32_t layer,
+                               const char *path)
+{
+    const int64_t experts = stack[0]->shape[0];
+    const int32_t group = RAD_GROUP_EXPERTS + layer * (int32_t)experts;
+    int rc = RAD_OK;
+    for (int64_t e = 0; e < experts && !rc; e++)
+        for (int k = 0; k < n && !rc; k++) {
+            const RadContainerTensor *t = stack[k];
+            const uint64_t one = t->size / (uint64_t)experts;
+            size_t cap = strlen(t->name) + 24;
+            char *name = malloc(cap);
+            if (!name) return RAD_E_NOMEM;
+            rad_slice_name(name, cap, t->name, e);
+            rc = rad_container_add_tensor(w, name, t->enc, t->rank - 1, t->shape + 1, group + (int32_t)e,
+                                          (const uint8_t *)t->data + e * one, one);
+            if (rc) rad_error_prefix(rc, "%s: tensor '%s': ", path, name);
+            free(name);
+        }
+    return rc;
+}
+
 /* A GGUF becomes a .rad by copying: the same tensors, bytes and encodings
 ** (nothing is requantized), the translated metadata and the tokenizer blob.
-** Tensors are written layer by layer so each layer is one movement group. */
+** Tensors are written layer by layer so each layer is one movement group,
+** but for the routed experts: each expert of a layer is a group of its own
+** (docs/FORMAT.md, "Experts"). */
 int rad_convert_gguf(const char *path, const char *out_path, FILE *log)
 {
     RadContainer *c = NULL;
@@ -772,11 +806,26 @@ int rad_convert_gguf(const char *path, const char *out_path, FILE *log)
         for (int i = 0; i < c->n_tensors; i++) order[i] = &c->tensors[i];
         qsort(order, (size_t)c->n_tensors, sizeof *order, cmp_container_group);
     }
-    for (int i = 0; !rc && i < c->n_tensors; i++) {
-        const RadContainerTensor *t = order[i];
-        rc = rad_container_add_tensor(w, t->name, t->enc, t->rank, t->shape, t->group, t->data, t->size);
-        if (rc) rad_error_prefix(rc, "%s: tensor '%s': ", path, t->name);
-        bytes += t->size;
+    for (int i = 0; !rc && i < c->n_tensors;) {
+        /* One layer (or the ungrouped tensors): its other tensors, then its
+        ** expert stacks slice by slice, each expert a group of its own. */
+        int end = i + 1;
+        while (end < c->n_tensors && order[end]->group == order[i]->group) end++;
+        const RadContainerTensor *stack[16];
+        int n = 0;
+        for (int j = i; !rc && j < end; j++) {
+            const RadContainerTensor *t = order[j];
+            if (is_expert_stack(t) && n < 16 && (n == 0 || t->shape[0] == stack[0]->shape[0])) {
+                stack[n++] = t;
+                continue;
+            }
+            rc = rad_container_add_tensor(w, t->name, t->enc, t->rank, t->shape, t->group, t->data, t->size);
+            if (rc) rad_error_prefix(rc, "%s: tensor '%s': ", path, t->name);
+            bytes += t->size;
+        }
+        if (!rc && n) rc = write_expert_slices(w, stack, n, order[i]->group, path);
+        for (int k = 0; k < n; k++) bytes += stack[k]->size;
+        i = end;
     }
     for (int i = 0; !rc && i < c->n_blobs; i++)
         rc = rad_container_add_blob(w, c->blobs[i].name, c->blobs[i].data, c->blobs[i].size);

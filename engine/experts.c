@@ -89,8 +89,9 @@ static int find_runs(RadExperts *x, const RadBuilder *b, const char *path)
         if (!w->slice_data)
             return rad_error_set(RAD_E_UNSUPPORTED,
                                  "%s: streaming experts needs each expert stored apart, as `radiance convert` "
-                                 "writes a .rad; '%s' is one stacked tensor (a GGUF file): convert the model "
-                                 "to .rad, or run it without --stream-experts", path, w->name);
+                                 "writes a .rad; '%s' is one stacked tensor (a GGUF file): make a .rad with "
+                                 "`radiance convert FILE.gguf -o OUT.rad`, or run without --stream-experts",
+                                 path, w->name);
         if (w->d.group < lo) lo = w->d.group;
         if (w->d.group + (int32_t)w->d.n_slices - 1 > hi) hi = w->d.group + (int32_t)w->d.n_slices - 1;
         if (w->d.n_slices > x->max_slices) x->max_slices = w->d.n_slices;
