@@ -212,6 +212,7 @@ int cpu_kv_store(const RadKernelArgs *a);
 int cpu_attn_paged(const RadKernelArgs *a);
 size_t cpu_attn_paged_scratch(const RadKernelArgs *a);
 int cpu_clamp(const RadKernelArgs *a);
+int cpu_sigmoid_gate(const RadKernelArgs *a);
 /* Mixture of experts: the expert products (ops_moe.c; one launch for both
 ** bands: decode and prefill differ only in the split), routing and the
 ** weighted combine (ops_route.c). */

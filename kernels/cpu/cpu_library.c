@@ -44,6 +44,7 @@ WEAK int cpu_kv_store(const RadKernelArgs *a);
 WEAK int cpu_attn_paged(const RadKernelArgs *a);
 WEAK size_t cpu_attn_paged_scratch(const RadKernelArgs *a);
 WEAK int cpu_clamp(const RadKernelArgs *a);
+WEAK int cpu_sigmoid_gate(const RadKernelArgs *a);
 WEAK int cpu_router_topk(const RadKernelArgs *a);
 WEAK int cpu_moe_gemm(const RadKernelArgs *a);
 WEAK size_t cpu_moe_gemm_scratch(const RadKernelArgs *a);
@@ -128,6 +129,7 @@ static const RadKernelRow all_rows[] = {
     MOE_GEMM("moe_gemm_decode", DECODE),
     MOE_GEMM("moe_gemm_prefill", PREFILL),
     ROW("moe_combine", cpu_moe_combine),
+    ROW("sigmoid_gate", cpu_sigmoid_gate),
 };
 #define N_ALL ((int)(sizeof all_rows / sizeof all_rows[0]))
 

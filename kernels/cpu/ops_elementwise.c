@@ -1,6 +1,7 @@
 /*
-** ops_elementwise.c: add, mul, scale_rows, silu_mul and gelu_mul, and the
-** portable streaming loops every non-GEMM op uses (cpu_vec_portable).
+** ops_elementwise.c: add, mul, scale_rows, silu_mul, gelu_mul, clamp and
+** sigmoid_gate, and the portable streaming loops every non-GEMM op uses
+** (cpu_vec_portable).
 **
 **   add         out = a + b
 **   mul         out = a * b
@@ -8,6 +9,7 @@
 **   silu_mul    out = silu(gate) * up,      silu(x) = x / (1 + e^-x)
 **   gelu_mul    out = gelu_tanh(gate) * up
 **   clamp       x = min(max(x, lo), hi), a NaN kept (OLMoE's clip_qkv)
+**   sigmoid_gate out = sigmoid(g[m]) * x, one gate per row (Qwen2-MoE)
 **
 ** The work is the M x N elements, cut into column blocks of ELT_BLOCK
 ** within each row and handed out to at most one task per thread, and only
@@ -144,11 +146,11 @@ const CpuVecOps cpu_vec_portable = {
 
 /* -------------------------------------------------------- launches */
 
-enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_CLAMP };
+enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_CLAMP, ELT_SIGMOID_GATE };
 
 typedef struct EltJob {
     int kind;
-    const RadTensor *a, *b, *out;       /* scale: a is x, the only operand */
+    const RadTensor *a, *b, *out;       /* scale: a is x, the only operand; sigmoid_gate: b is g */
     int64_t N, blocks_per_row, n_blocks;
     float scale;
     float lo, hi;                       /* clamp */
@@ -175,6 +177,11 @@ static void elt_task(void *ctx, int t)
             /* comparisons, not fminf/fmaxf: a NaN stays NaN, as torch.clamp keeps it */
             const float lo = j->lo, hi = j->hi;
             for (int64_t i = 0; i < n; i++) x[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i];
+        } else if (j->kind == ELT_SIGMOID_GATE) {
+            /* every block of the row computes the row's factor the same way */
+            const float s = 1.0f / (1.0f + expf(-rad_act_row(j->b, row)[0]));
+            float *o = rad_act_row(j->out, row) + i0;
+            for (int64_t i = 0; i < n; i++) o[i] = s * x[i];
         } else {
             const float *y = rad_act_row(j->b, row) + i0;
             float *o = rad_act_row(j->out, row) + i0;
@@ -257,6 +264,26 @@ int cpu_clamp(const RadKernelArgs *a)
     int rc = rad_check_act(x, M, N);
     if (rc) return rc;
     EltJob j = {.kind = ELT_CLAMP, .a = x, .N = N, .lo = lo, .hi = hi, .vec = cpu_vec(),
+                .blocks_per_row = (N + ELT_BLOCK - 1) / ELT_BLOCK};
+    j.n_blocks = M * j.blocks_per_row;
+    j.n_tasks = cpu_task_count(a, j.n_blocks, ELT_BLOCK, ELT_MIN_WORK);
+    cpu_parallel(a, j.n_tasks, elt_task, &j);
+    return RAD_OK;
+}
+
+/* The gate has one column, so the operands are checked here rather than by
+** elt_run's [M, N] rule; the work is a multiply per element and an
+** exponential per block. */
+int cpu_sigmoid_gate(const RadKernelArgs *a)
+{
+    const RadTensor *o = a->operand;
+    const RadTensor *x = &o[RAD_SIGMOID_GATE_X], *g = &o[RAD_SIGMOID_GATE_G], *out = &o[RAD_SIGMOID_GATE_OUT];
+    int64_t M = rad_op_rows(a), N = a->param[RAD_SIGMOID_GATE_N].i;
+    int rc;
+    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
+    if ((rc = rad_check_act(x, M, N)) || (rc = rad_check_act(g, M, 1)) || (rc = rad_check_act(out, M, N)))
+        return rc;
+    EltJob j = {.kind = ELT_SIGMOID_GATE, .a = x, .b = g, .out = out, .N = N, .vec = cpu_vec(),
                 .blocks_per_row = (N + ELT_BLOCK - 1) / ELT_BLOCK};
     j.n_blocks = M * j.blocks_per_row;
     j.n_tasks = cpu_task_count(a, j.n_blocks, ELT_BLOCK, ELT_MIN_WORK);

@@ -20,7 +20,7 @@
 #include "../rad_kernel.h"
 #include "rad_op_values.h"
 
-#define RAD_OP_SCHEMA_COUNT 20
+#define RAD_OP_SCHEMA_COUNT 21
 
 extern const RadOpSchema rad_op_schemas[];
 extern const int rad_op_schema_count;          /* == RAD_OP_SCHEMA_COUNT */
@@ -120,5 +120,9 @@ enum { RAD_CLAMP_X };
 /* swiglu_oai(M, N, alpha, limit; gate, up, out): the operands as silu_mul's
 ** (RAD_GATED_GATE, RAD_GATED_UP, RAD_GATED_OUT). */
 enum { RAD_SWIGLU_OAI_N = 1, RAD_SWIGLU_OAI_ALPHA, RAD_SWIGLU_OAI_LIMIT };
+
+/* sigmoid_gate(M, N; x, g, out): g has one column, a gate per row. */
+enum { RAD_SIGMOID_GATE_N = 1 };
+enum { RAD_SIGMOID_GATE_X, RAD_SIGMOID_GATE_G, RAD_SIGMOID_GATE_OUT };
 
 #endif /* RAD_OPS_H */

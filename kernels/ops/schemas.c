@@ -111,6 +111,11 @@ const RadOpSchema rad_op_schemas[] = {
     {"swiglu_oai",
      4, {RANGE("M"), INT("N"), FLOAT("alpha"), FLOAT("limit")},
      3, {IN("gate"), IN("up"), OUT("out")}},
+
+    /* a shared expert's gate (Qwen2-MoE): rows scaled by sigmoid(g) */
+    {"sigmoid_gate",
+     2, {RANGE("M"), INT("N")},
+     3, {IN("x"), IN("g"), OUT("out")}},
 };
 
 _Static_assert(sizeof rad_op_schemas / sizeof rad_op_schemas[0] == RAD_OP_SCHEMA_COUNT,

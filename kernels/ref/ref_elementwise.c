@@ -10,6 +10,8 @@
 **   clamp       x = min(max(x, lo), hi), NaN kept (OLMoE's clip_qkv)
 **   swiglu_oai  out = g sigmoid(alpha g) (u + 1), g = min(gate, limit),
 **               u = clamp(up, -limit, limit) (gpt-oss's experts)
+**   sigmoid_gate out = f32(sigmoid(g[m])) * x, one gate per row (Qwen2-MoE's
+**               shared expert)
 **
 ** add, mul and scale_rows are single f32 operations, which IEEE rounds
 ** identically everywhere, so a faster kernel must match them exactly.
@@ -153,6 +155,30 @@ int ref_swiglu_oai(const RadKernelArgs *a)
             double u = ur[i] < -limit ? -limit : ur[i] > limit ? limit : ur[i];
             r[i] = (float)(g / (1.0 + exp(-alpha * g)) * (u + 1.0));
         }
+    }
+    return RAD_OK;
+}
+
+/* Qwen2-MoE's shared-expert gate: F.sigmoid(gate(h)) * shared(h) on f32
+** tensors, so the sigmoid is rounded to f32 (here from double, once) and
+** the product is one f32 multiply.  1 / (1 + e^-g) is 0 at g = -inf and
+** 1 at +inf, and NaN stays NaN. */
+int ref_sigmoid_gate(const RadKernelArgs *a)
+{
+    int64_t M = rad_op_rows(a), N = a->param[RAD_SIGMOID_GATE_N].i;
+    const RadTensor *o = a->operand;
+    const RadTensor *x = &o[RAD_SIGMOID_GATE_X], *g = &o[RAD_SIGMOID_GATE_G], *out = &o[RAD_SIGMOID_GATE_OUT];
+    int rc;
+
+    if (M <= 0 || N <= 0) return RAD_E_SHAPE;
+    if ((rc = rad_check_act(x, M, N)) || (rc = rad_check_act(g, M, 1)) || (rc = rad_check_act(out, M, N)))
+        return rc;
+
+    for (int64_t m = 0; m < M; m++) {
+        const float s = (float)(1.0 / (1.0 + exp(-(double)rad_act_row(g, m)[0])));
+        const float *xr = rad_act_row(x, m);
+        float *r = rad_act_row(out, m);
+        for (int64_t i = 0; i < N; i++) r[i] = s * xr[i];
     }
     return RAD_OK;
 }

@@ -60,6 +60,7 @@ int ref_gemm_nt(const RadKernelArgs *a);
 int ref_logits_gemm(const RadKernelArgs *a);
 int ref_clamp(const RadKernelArgs *a);
 int ref_swiglu_oai(const RadKernelArgs *a);
+int ref_sigmoid_gate(const RadKernelArgs *a);
 int ref_router_topk(const RadKernelArgs *a);
 int ref_moe_gemm(const RadKernelArgs *a);
 int ref_moe_combine(const RadKernelArgs *a);

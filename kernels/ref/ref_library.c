@@ -61,6 +61,7 @@ static const RadKernelRow rows[] = {
     ROW("moe_combine", ref_moe_combine),
     ROW("clamp", ref_clamp),
     ROW("swiglu_oai", ref_swiglu_oai),
+    ROW("sigmoid_gate", ref_sigmoid_gate),
 };
 
 const RadKernelLibrary rad_kernel_library = {

@@ -765,6 +765,61 @@ static void test_clamp(void **state)
     assert_int_equal(c.row->launch(&c.args), RAD_E_ARG);       /* lo above hi */
 }
 
+/* sigmoid_gate: rows of x scaled by the sigmoid of their one gate, within
+** 1e-6 NMSE of ref (expf against double) over strided rows, in place and
+** not, with gates in both tails (-inf and +inf give 0 and x) and a NaN
+** gate giving a NaN row. */
+static void sigmoid_gate_case(int64_t M, int64_t N, int64_t stride, int alias, uint32_t seed)
+{
+    int64_t n = M * stride;
+    float *x = falloc(n), *rx = falloc(n), *out = falloc(n), *rout = falloc(n), *g = falloc(M * 2);
+    fill_amp(x, n, seed, 4.0f);
+    fill_amp(g, M * 2, seed + 1, 6.0f);
+    static const float tails[] = {-INFINITY, INFINITY, -100.0f, 100.0f, 0.0f, -0.0f, NAN};
+    for (int64_t m = 0; m < M && m < (int64_t)(sizeof tails / sizeof *tails); m++) g[m * 2] = tails[m];
+    memcpy(rx, x, (size_t)n * 4);
+    Call r = call_new("sigmoid_gate", M);
+    set_i(&r, "N", N);
+    set_act_strided(&r, "x", rx, M, N, stride);
+    set_act_strided(&r, "g", g, M, 1, 2);
+    set_act_strided(&r, "out", alias ? rx : rout, M, N, stride);
+    assert_int_equal(run(&r), RAD_OK);
+    Call c = cpu_call("sigmoid_gate", M);
+    c.args = r.args;
+    set_act_strided(&c, "x", x, M, N, stride);
+    set_act_strided(&c, "g", g, M, 1, 2);
+    set_act_strided(&c, "out", alias ? x : out, M, N, stride);
+    BinCase bc = {alias ? rx : rout, alias ? x : out, n, "sigmoid_gate", 0, 1e-6};
+    Region io[] = {{x, (size_t)n * 4}, {out, (size_t)n * 4}};
+    cpu_sweep(&c, io, 2, check_bin, &bc);
+    const float *got = alias ? x : out;
+    if (M >= 7) {
+        for (int64_t i = 0; i < N; i++) {
+            assert_true(got[i] == 0.0f);                                    /* gate -inf */
+            assert_true(got[stride + i] == x[stride + i] || alias);          /* gate +inf: x itself */
+            assert_true(isnan(got[6 * stride + i]));                         /* NaN gate */
+        }
+    }
+    free(x), free(rx), free(out), free(rout), free(g);
+}
+
+static void test_sigmoid_gate(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < sizeof ew_shapes / sizeof ew_shapes[0]; s++)
+        sigmoid_gate_case(ew_shapes[s][0], ew_shapes[s][1], ew_shapes[s][1] + (int64_t)(s & 1) * 3, 0,
+                          8300 + (uint32_t)s);
+    sigmoid_gate_case(9, 37, 45, 1, 8310);
+    sigmoid_gate_case(7, 300, 300, 0, 8311);
+    Call c = cpu_call("sigmoid_gate", 2);
+    float x[8] = {0}, g[2] = {0};
+    set_i(&c, "N", 4);
+    set_act(&c, "x", x, 2, 4);
+    set_act_strided(&c, "g", g, 1, 1, 1);                /* one gate row for two rows */
+    set_act(&c, "out", x, 2, 4);
+    assert_int_equal(c.row->launch(&c.args), RAD_E_SHAPE);
+}
+
 /* ------------------------------------------------------- the KV cache */
 
 /* A paged cache: n_seq sequences of ctx[s] positions each, blocks handed out
@@ -1081,6 +1136,7 @@ int main(void)
         cmocka_unit_test(test_router_topk),
         cmocka_unit_test(test_moe_combine),
         cmocka_unit_test(test_clamp),
+        cmocka_unit_test(test_sigmoid_gate),
         cmocka_unit_test(test_kv_store),
         cmocka_unit_test(test_attn_decode),
         cmocka_unit_test(test_attn_prefill),

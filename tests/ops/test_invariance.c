@@ -658,7 +658,7 @@ static void test_gemm(void **state)
 /* The mixture-of-experts ops: router_topk in each mode (the sigmoid one
 ** with a bias and groups), moe_gemm over a stacked weight in every
 ** encoding (shared and per-slot inputs, with a stacked bias), moe_combine,
-** and clamp.  A step row of these ops owns k buffer rows where the op says
+** clamp, swiglu_oai and sigmoid_gate.  A step row of these ops owns k buffer rows where the op says
 ** so (Case.mult).  A library without a row for one of them is skipped
 ** (tests/ops/test_cpu_ops.c requires the cpu library to have them all). */
 static void check_moe(Case *c)
@@ -825,6 +825,15 @@ static void test_moe(void **state)
     case_ready(&g);
     check_moe(&g);
     free_ops(&g), case_free(&g);
+
+    Case s = {.what = "sigmoid_gate", .call = call_new("sigmoid_gate", M_MAX)};
+    set_i(&s.call, "N", 203);
+    act(&s, "x", 203, 397, 2.0f);
+    act(&s, "g", 1, 398, 6.0f);
+    act(&s, "out", 203, 399, 1.0f);
+    case_ready(&s);
+    check_moe(&s);
+    free_ops(&s), case_free(&s);
     assert_int_equal(n_fail, 0);
 }
 

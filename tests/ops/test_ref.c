@@ -86,6 +86,7 @@ static void test_schema_table(void **state)
         {"moe_combine", "M k N | y weights out"},
         {"clamp", "M N lo hi | x"},
         {"swiglu_oai", "M N alpha limit | gate up out"},
+        {"sigmoid_gate", "M N | x g out"},
     };
     assert_int_equal(sizeof want / sizeof want[0], rad_op_schema_count);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

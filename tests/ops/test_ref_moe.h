@@ -1,6 +1,6 @@
 /*
 ** test_ref_moe.h: the mixture-of-experts ops on the reference kernels
-** (router_topk, moe_gemm, moe_combine) and clamp, part of test_ref.c.
+** (router_topk, moe_gemm, moe_combine, sigmoid_gate) and clamp, part of test_ref.c.
 **
 ** Each op is checked against a direct computation written here the other
 ** way round: the router by sorting every expert (qsort, index as the tie
@@ -381,11 +381,39 @@ static void test_swiglu_oai(void **state)
     assert_int_equal(run(&c), RAD_E_ARG);
 }
 
+/* sigmoid_gate: each row times f32(sigmoid(its gate)), one f32 multiply;
+** -inf and +inf gates give 0 and the row itself, a NaN gate NaN; in place
+** is allowed; a gate operand with fewer rows than M is refused. */
+static void test_sigmoid_gate(void **state)
+{
+    (void)state;
+    float x[4][3] = {{1, -2, 0.5f}, {3, 4, -5}, {-1, 2, 7}, {6, -0.25f, 1}}, out[4][3];
+    float g[4][2] = {{0.75f, 99}, {-INFINITY, 99}, {INFINITY, 99}, {NAN, 99}};   /* stride 2: column 1 unread */
+    Call c = call_new("sigmoid_gate", 4);
+    set_i(&c, "N", 3);
+    set_act(&c, "x", &x[0][0], 4, 3);
+    set_act_strided(&c, "g", &g[0][0], 4, 1, 2);
+    set_act(&c, "out", &out[0][0], 4, 3);
+    assert_int_equal(run(&c), RAD_OK);
+    const float s = (float)(1.0 / (1.0 + exp(-0.75)));
+    for (int i = 0; i < 3; i++) {
+        assert_true(out[0][i] == s * x[0][i]);
+        assert_true(out[1][i] == 0.0f);
+        assert_true(out[2][i] == x[2][i]);
+        assert_true(isnan(out[3][i]));
+    }
+    set_act(&c, "out", &x[0][0], 4, 3);         /* in place */
+    assert_int_equal(run(&c), RAD_OK);
+    assert_true(x[0][1] == s * -2.0f && x[2][2] == 7.0f);
+    set_act_strided(&c, "g", &g[0][0], 3, 1, 2);
+    assert_int_equal(run(&c), RAD_E_SHAPE);
+}
+
 #define MOE_TESTS                                                                              \
     cmocka_unit_test(test_router_softmax_topk), cmocka_unit_test(test_router_topk_softmax),    \
         cmocka_unit_test(test_router_sigmoid_groups), cmocka_unit_test(test_router_ties_and_refusals), \
         cmocka_unit_test(test_moe_gemm), cmocka_unit_test(test_moe_gemm_refusals),             \
         cmocka_unit_test(test_moe_combine), cmocka_unit_test(test_clamp), \
-        cmocka_unit_test(test_swiglu_oai)
+        cmocka_unit_test(test_swiglu_oai), cmocka_unit_test(test_sigmoid_gate)
 
 #endif /* TEST_REF_MOE_H */
