@@ -3,6 +3,8 @@
 **
 ** In PyTorch terms: out = down(act(gate(h)) * up(h)), with act = SiLU
 ** (Llama, Qwen, Mistral: "SwiGLU") or GELU-tanh (Gemma: "GeGLU").
+** The same block serves a mixture-of-experts layer's shared expert
+** (rad_block_moe.h), whose weights carry GGUF's "_shexp" suffix.
 */
 #ifndef RAD_BLOCK_MLP_H
 #define RAD_BLOCK_MLP_H
@@ -15,6 +17,7 @@ typedef struct RadMlpConfig {
     int weight_enc;
     int gelu;                   /* 0 = SiLU gate, 1 = GELU-tanh gate */
     const char *hf_prefix;      /* "model.layers.3.mlp" */
+    const char *suffix;         /* after "ffn_gate" etc. in our (GGUF's) names: NULL, or "_shexp" */
     int max_tok;
 } RadMlpConfig;
 
@@ -47,18 +50,19 @@ static inline void rad_mlp_declare(RadMlp *m, RadBuilder *b, const RadMlpConfig 
 {
     char name[RAD_NAME_MAX], hf[RAD_NAME_MAX];
     const int l = c->layer, enc = c->weight_enc, acc = RAD_ACCESS_PER_TOKEN;
+    const char *sx = c->suffix ? c->suffix : "";
     m->cfg = *c;
-    m->w_gate = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_gate.weight", l),
+    m->w_gate = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_gate%s.weight", l, sx),
                                   rad_fmt(hf, "%s.gate_proj.weight", c->hf_prefix), enc, 2, c->n_ff, c->n_embd, acc, l, 0);
-    m->w_up = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_up.weight", l),
+    m->w_up = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_up%s.weight", l, sx),
                                 rad_fmt(hf, "%s.up_proj.weight", c->hf_prefix), enc, 2, c->n_ff, c->n_embd, acc, l, 0);
-    m->w_down = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_down.weight", l),
+    m->w_down = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_down%s.weight", l, sx),
                                   rad_fmt(hf, "%s.down_proj.weight", c->hf_prefix), enc, 2, c->n_embd, c->n_ff, acc, l, 0);
-    m->b_gate = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_gate.bias", l),
+    m->b_gate = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_gate%s.bias", l, sx),
                                   rad_fmt(hf, "%s.gate_proj.bias", c->hf_prefix), RAD_ENC_F32, 1, c->n_ff, 0, acc, l, 1);
-    m->b_up = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_up.bias", l),
+    m->b_up = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_up%s.bias", l, sx),
                                 rad_fmt(hf, "%s.up_proj.bias", c->hf_prefix), RAD_ENC_F32, 1, c->n_ff, 0, acc, l, 1);
-    m->b_down = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_down.bias", l),
+    m->b_down = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_down%s.bias", l, sx),
                                   rad_fmt(hf, "%s.down_proj.bias", c->hf_prefix), RAD_ENC_F32, 1, c->n_embd, 0, acc, l, 1);
 
     m->op_gate = rad_mlp_gemm(b, c, m->w_gate, m->b_gate, c->n_ff, c->n_embd, io->h, io->gate);

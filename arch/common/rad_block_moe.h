@@ -19,12 +19,21 @@
 ** into it; a GGUF stores the stacks already (blk.N.ffn_*_exps.weight),
 ** which are the names declared here.  The router stays f32 whatever the
 ** plugin's format: it is small, and a quantized router would move choices.
+**
+** A shared expert (Qwen2-MoE) runs beside the routed ones on every token:
+**     s       = shared_expert(h)                       a SwiGLU MLP of its own size
+**     out[t] += sigmoid(h[t] @ W_shared_gate.T) * s[t]  W_shared_gate (1, n_embd)
+** As ops: the dense MLP's chain (rad_block_mlp.h, names "ffn_*_shexp" as
+** GGUF spells them), gemm_nt for the gate's one logit a row, sigmoid_gate,
+** and add into the routed output.  The gate stays f32 like the router: it
+** scales a whole row.
 */
 #ifndef RAD_BLOCK_MOE_H
 #define RAD_BLOCK_MOE_H
 
 #include <stdlib.h>
 
+#include "rad_block_mlp.h"
 #include "rad_block_util.h"
 #include "../../kernels/ops/rad_op_values.h"
 
@@ -46,6 +55,9 @@ typedef struct RadMoeConfig {
     const char *hf_prefix;      /* "model.layers.3.mlp" */
     const char *hf_gate, *hf_up, *hf_down;  /* an expert's projections: "gate_proj" or Mixtral's "w1" */
     int32_t group;              /* the layer's first movement group: expert e moves as group + e */
+    int n_ff_shared;            /* the shared expert's intermediate size; 0: none (< 0: refused) */
+    int shared_gated;           /* its output scaled by sigmoid of a (1, n_embd) gate (Qwen2-MoE) */
+    const char *hf_shared;      /* its checkpoint name under hf_prefix: "shared_expert" */
     int max_tok;
 } RadMoeConfig;
 
@@ -58,6 +70,8 @@ typedef struct RadMoeBuffers {
     rad_buf gate, up, act;      /* [T * k, n_ff] per slot */
     rad_buf y;                  /* [T * k, n_embd] per slot */
     rad_buf out;                /* out [T, n_embd] */
+    RadMlpBuffers shared;       /* the shared expert's: h in, [T, n_ff_shared] scratch, [T, n_embd] out */
+    rad_buf shared_g;           /* [T, 1] its gate's logit */
 } RadMoeBuffers;
 
 typedef struct RadMoe {
@@ -66,6 +80,10 @@ typedef struct RadMoe {
     rad_weight w_gate, w_up;    /* (n_expert, n_ff, n_embd) stacked */
     rad_weight w_down;          /* (n_expert, n_embd, n_ff) stacked */
     rad_op op_router, op_route, op_gate, op_up, op_act, op_down, op_combine;
+    int has_shared;
+    RadMlp shared;              /* (n_ff_shared, n_embd) gate/up, (n_embd, n_ff_shared) down */
+    rad_weight w_shared_gate;   /* (1, n_embd) f32, or -1 when ungated */
+    rad_op op_shared_logit, op_shared_scale, op_shared_add;
 } RadMoe;
 
 /* Declare the MoE buffers for max_tok rows (T), given the h and out the
@@ -84,6 +102,20 @@ static inline void rad_moe_buffers_declare(RadBuilder *b, RadMoeBuffers *io, int
     io->up = rad_activation(b, "moe_up", (int64_t)T * k, n_ff);
     io->act = rad_activation(b, "moe_act", (int64_t)T * k, n_ff);
     io->y = rad_activation(b, "moe_y", (int64_t)T * k, n_embd);
+}
+
+/* Declare the shared expert's buffers (after rad_moe_buffers_declare), for
+** a shared expert of n_ff_shared; gated: with the [T, 1] gate logits. */
+static inline void rad_moe_shared_buffers_declare(RadBuilder *b, RadMoeBuffers *io, int T, int n_embd,
+                                                  int n_ff_shared, int gated)
+{
+    io->shared = (RadMlpBuffers){
+        .h = io->h, .gate = rad_activation(b, "moe_shared_gate", T, n_ff_shared),
+        .up = rad_activation(b, "moe_shared_up", T, n_ff_shared),
+        .act = rad_activation(b, "moe_shared_act", T, n_ff_shared),
+        .out = rad_activation(b, "moe_shared_out", T, n_embd),
+    };
+    io->shared_g = gated ? rad_activation(b, "moe_shared_g", T, 1) : -1;
 }
 
 /* One projection's stack, mapped from the checkpoint's per-expert tensors
@@ -134,7 +166,8 @@ static inline void rad_moe_declare(RadMoe *m, RadBuilder *b, const RadMoeConfig 
         /* one message for every layer (the builder counts repeats) */
         rad_decl_fail(b, "num_experts_per_tok = %d with %d experts of size %d: it must be 1..%d", c->k, c->n_expert,
                       c->n_ff, c->n_expert);
-        m->router = m->w_gate = m->w_up = m->w_down = -1;
+        m->router = m->w_gate = m->w_up = m->w_down = m->w_shared_gate = -1;
+        m->has_shared = 0;
         return;
     }
     m->router = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_gate_inp.weight", l),
@@ -171,6 +204,40 @@ static inline void rad_moe_declare(RadMoe *m, RadBuilder *b, const RadMoeConfig 
                            RAD_NO_WEIGHTS);
     rad_op_reads(b, m->op_combine, RAD_BUFS(io->y, io->weights));
     rad_op_writes(b, m->op_combine, RAD_BUFS(io->out));
+
+    m->has_shared = c->n_ff_shared > 0;
+    m->w_shared_gate = -1;
+    m->op_shared_logit = m->op_shared_scale = m->op_shared_add = -1;
+    if (c->n_ff_shared < 0)
+        rad_decl_fail(b, "shared_expert_intermediate_size: it must be a positive size, or 0 for no shared expert");
+    if (!m->has_shared) return;
+    char prefix[RAD_NAME_MAX];
+    RadMlpConfig sc = {.layer = l, .n_embd = c->n_embd, .n_ff = c->n_ff_shared, .weight_enc = c->weight_enc,
+                       .gelu = 0, .hf_prefix = rad_fmt(prefix, "%s.%s", c->hf_prefix, c->hf_shared),
+                       .suffix = "_shexp", .max_tok = c->max_tok};
+    rad_mlp_declare(&m->shared, b, &sc, &io->shared);
+    if (c->shared_gated) {
+        m->w_shared_gate = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_gate_inp_shexp.weight", l),
+                                             rad_fmt(hf, "%s.%s_gate.weight", c->hf_prefix, c->hf_shared),
+                                             c->weight_enc < 0 ? c->weight_enc : RAD_ENC_F32, 2, 1, c->n_embd,
+                                             RAD_ACCESS_PER_TOKEN, l, 0);
+        m->op_shared_logit = RAD_OP(b, "gemm_nt",
+                                    RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("N", 1),
+                                               RAD_INT("K", c->n_embd),
+                                               RAD_INT("enc", rad_weight_encoding(b, m->w_shared_gate))),
+                                    RAD_WEIGHTS(m->w_shared_gate));
+        rad_op_reads(b, m->op_shared_logit, RAD_BUFS(io->h));
+        rad_op_writes(b, m->op_shared_logit, RAD_BUFS(io->shared_g));
+        m->op_shared_scale = RAD_OP(b, "sigmoid_gate",
+                                    RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("N", c->n_embd)),
+                                    RAD_NO_WEIGHTS);
+        rad_op_reads(b, m->op_shared_scale, RAD_BUFS(io->shared.out, io->shared_g));
+        rad_op_writes(b, m->op_shared_scale, RAD_BUFS(io->shared.out));
+    }
+    m->op_shared_add = RAD_OP(b, "add", RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("N", c->n_embd)),
+                              RAD_NO_WEIGHTS);
+    rad_op_reads(b, m->op_shared_add, RAD_BUFS(io->out, io->shared.out));
+    rad_op_writes(b, m->op_shared_add, RAD_BUFS(io->out));
 }
 
 static inline void rad_moe_step(const RadMoe *m, RadCtx *c, const RadBatch *batch, const RadMoeBuffers *io)
@@ -183,6 +250,13 @@ static inline void rad_moe_step(const RadMoe *m, RadCtx *c, const RadBatch *batc
     RAD_ISSUE(c, m->op_act, n * m->cfg.k, RAD_B(io->gate), RAD_B(io->up), RAD_B(io->act));
     RAD_ISSUE(c, m->op_down, n, RAD_B(io->act), RAD_B(io->ids), RAD_W(m->w_down), RAD_NONE, RAD_B(io->y));
     RAD_ISSUE(c, m->op_combine, n, RAD_B(io->y), RAD_B(io->weights), RAD_B(io->out));
+    if (!m->has_shared) return;
+    rad_mlp_step(&m->shared, c, batch, &io->shared);
+    if (m->w_shared_gate >= 0) {
+        RAD_ISSUE(c, m->op_shared_logit, n, RAD_B(io->h), RAD_W(m->w_shared_gate), RAD_NONE, RAD_B(io->shared_g));
+        RAD_ISSUE(c, m->op_shared_scale, n, RAD_B(io->shared.out), RAD_B(io->shared_g), RAD_B(io->shared.out));
+    }
+    RAD_ISSUE(c, m->op_shared_add, n, RAD_B(io->out), RAD_B(io->shared.out), RAD_B(io->out));
 }
 
 #endif /* RAD_BLOCK_MOE_H */

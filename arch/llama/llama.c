@@ -1,16 +1,18 @@
 /*
 ** llama.c: the llama family plugin — Llama 2/3/3.1/3.2, SmolLM2, TinyLlama,
 ** Mistral, Qwen2 and Qwen3, and their mixture-of-experts lines Mixtral,
-** Qwen3-MoE and OLMoE — one decoder shape with small variations:
+** Qwen2-MoE, Qwen3-MoE and OLMoE — one decoder shape with small variations:
 **
 **   x = embed(tokens)
 **   for each layer:
 **       x = x + attn(rmsnorm(x))      q/k/v biases when the checkpoint has them
-**                                      (Qwen2), per-head q/k norms (Qwen3,
+**                                      (Qwen2, Qwen2-MoE), per-head q/k norms (Qwen3,
 **                                      Qwen3-MoE), q/k norms over the whole
 **                                      projection and clip_qkv (OLMoE)
 **       x = x + mlp(rmsnorm(x))       SwiGLU, or routed experts of SwiGLUs
-**                                      (rad_block_moe.h) on the sparse layers
+**                                      (rad_block_moe.h) on the sparse layers,
+**                                      plus Qwen2-MoE's sigmoid-gated shared
+**                                      expert
 **   logits = lm_head(rmsnorm(x))      lm_head tied to the embedding or not
 **
 ** One source builds one plugin per weight format (the build passes RAD_QUANT
@@ -55,7 +57,7 @@ typedef struct Model {
 
 static const char *const hf_names[] = {
     "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-    "Qwen3MoeForCausalLM", "MixtralForCausalLM", "OlmoeForCausalLM", NULL,
+    "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM", "OlmoeForCausalLM", NULL,
 };
 
 const char *const *rad_arch_hf_names(void) { return hf_names; }
@@ -64,8 +66,8 @@ const char *const *rad_arch_hf_names(void) { return hf_names; }
 ** the q and k rows of llama-arch checkpoints so that RoPE rotates adjacent
 ** pairs; Qwen files keep Hugging Face's halves.  Mixtral files are "llama"
 ** with an expert count.  GGUF has no key for norm_topk_prob: llama.cpp
-** renormalises Qwen3-MoE's chosen weights and not OLMoE's, so the families
-** say so.  (A Qwen3-MoE checkpoint with norm_topk_prob off reaches GGUF
+** renormalises Qwen3-MoE's chosen weights and not OLMoE's or Qwen2-MoE's,
+** so the families say so.  (A Qwen3-MoE checkpoint with norm_topk_prob off reaches GGUF
 ** renormalised; llama.cpp runs it so too.) */
 static const RadMetaKV adjacent_pairs[] = {
     {.key = "model.rope_mode", .type = RAD_META_INT, .i = 1, .f = 1},     /* rope mode 1: adjacent pairs */
@@ -73,7 +75,7 @@ static const RadMetaKV adjacent_pairs[] = {
 static const RadMetaKV qwen3moe_implied[] = {
     {.key = "norm_topk_prob", .type = RAD_META_INT, .i = 1, .f = 1},
 };
-static const RadMetaKV olmoe_implied[] = {
+static const RadMetaKV no_renorm_implied[] = {
     {.key = "norm_topk_prob", .type = RAD_META_INT, .i = 0, .f = 0},
 };
 
@@ -83,7 +85,8 @@ static const RadGgufFamily gguf_families[] = {
     {RAD_SIZED(RadGgufFamily), "qwen2", "Qwen2ForCausalLM", 0, NULL},
     {RAD_SIZED(RadGgufFamily), "qwen3", "Qwen3ForCausalLM", 0, NULL},
     {RAD_SIZED(RadGgufFamily), "qwen3moe", "Qwen3MoeForCausalLM", 1, qwen3moe_implied},
-    {RAD_SIZED(RadGgufFamily), "olmoe", "OlmoeForCausalLM", 1, olmoe_implied},
+    {RAD_SIZED(RadGgufFamily), "qwen2moe", "Qwen2MoeForCausalLM", 1, no_renorm_implied},
+    {RAD_SIZED(RadGgufFamily), "olmoe", "OlmoeForCausalLM", 1, no_renorm_implied},
     {0},
 };
 
@@ -153,41 +156,45 @@ static int rope_config(RadBuilder *b, const RadModelMeta *meta, RadRopeConfig *r
 /* Whether layer l attends through a sliding window (given one is set):
 ** layer_types when the config lists them (transformers 5); else Mistral on
 ** every layer, and Qwen2/Qwen3 on the layers from max_window_layers on, as
-** their transformers configs derive layer_types. */
+** their transformers configs derive layer_types (Qwen2-MoE too: a config
+** without layer_types predates transformers 5, whose 4.x attention slid
+** from max_window_layers on). */
 static int layer_is_sliding(const RadModelMeta *meta, const char *hf, int l)
 {
     char key[48];
     snprintf(key, sizeof key, "layer_types.%d", l);
     const char *type = rad_meta_gets(meta, key, NULL);
     if (type) return strcmp(type, "sliding_attention") == 0;
-    if (strcmp(hf, "Qwen2ForCausalLM") == 0 || strcmp(hf, "Qwen3ForCausalLM") == 0)
+    if (strcmp(hf, "Qwen2ForCausalLM") == 0 || strcmp(hf, "Qwen3ForCausalLM") == 0 ||
+        strcmp(hf, "Qwen2MoeForCausalLM") == 0)
         return l >= rad_meta_geti(meta, "max_window_layers", 0);
     return 1;                   /* Mistral, Mixtral, Qwen3-MoE: every layer */
 }
 
 /* The sliding window the configuration asks for, or 0.  Mistral and
-** Mixtral slide whenever sliding_window is set; Qwen2, Qwen3 and Qwen3-MoE
-** only with use_sliding_window (their configs carry a sliding_window that
-** is off by default). */
+** Mixtral slide whenever sliding_window is set; Qwen2, Qwen3, Qwen2-MoE and
+** Qwen3-MoE only with use_sliding_window (their configs carry a
+** sliding_window that is off by default). */
 static int config_window(const RadModelMeta *meta, const char *hf)
 {
     if (strcmp(hf, "MistralForCausalLM") == 0 || strcmp(hf, "MixtralForCausalLM") == 0)
         return (int)rad_meta_geti(meta, "sliding_window", 0);
     if ((strcmp(hf, "Qwen2ForCausalLM") == 0 || strcmp(hf, "Qwen3ForCausalLM") == 0 ||
-         strcmp(hf, "Qwen3MoeForCausalLM") == 0) &&
+         strcmp(hf, "Qwen2MoeForCausalLM") == 0 || strcmp(hf, "Qwen3MoeForCausalLM") == 0) &&
         rad_meta_geti(meta, "use_sliding_window", 0))
         return (int)rad_meta_geti(meta, "sliding_window", 0);
     return 0;
 }
 
-/* Whether layer l routes to experts.  Qwen3-MoE: every decoder_sparse_step-th
-** layer not listed in mlp_only_layers (its transformers rule); the other
+/* Whether layer l routes to experts.  Qwen2-MoE and Qwen3-MoE: every
+** decoder_sparse_step-th layer not listed in mlp_only_layers (their
+** transformers rule); the other
 ** families: every layer of a model with experts (a Mixtral GGUF is "llama"
 ** with an expert count). */
 static int layer_is_sparse(const RadModelMeta *meta, const char *hf, int l)
 {
     if (meta->n_expert <= 0) return 0;
-    if (strcmp(hf, "Qwen3MoeForCausalLM") != 0) return 1;
+    if (strcmp(hf, "Qwen3MoeForCausalLM") != 0 && strcmp(hf, "Qwen2MoeForCausalLM") != 0) return 1;
     char key[48];
     for (int i = 0;; i++) {
         snprintf(key, sizeof key, "mlp_only_layers.%d", i);
@@ -201,18 +208,25 @@ static int layer_is_sparse(const RadModelMeta *meta, const char *hf, int l)
 /* The routing of a model with experts: softmax over all experts, the top
 ** num_experts_per_tok, renormalised as norm_topk_prob says (Mixtral
 ** always).  The expert size is moe_intermediate_size where the family has
-** one (Qwen3-MoE, whose dense layers use intermediate_size). */
+** one (Qwen2/3-MoE, whose dense layers use intermediate_size).  Qwen2-MoE
+** adds a shared expert of shared_expert_intermediate_size behind a sigmoid
+** gate (a GGUF's expert_shared_feed_forward_length reaches us under the same
+** key); 0 or absent: none. */
 static RadMoeConfig moe_config(const RadModelMeta *meta, const char *hf, int l, int enc, int T)
 {
     int mixtral = strcmp(hf, "MixtralForCausalLM") == 0 || strcmp(hf, "LlamaForCausalLM") == 0 ||
                   strcmp(hf, "MistralForCausalLM") == 0;
     int renorm = mixtral ? 1 : (int)rad_meta_geti(meta, "norm_topk_prob", 0);
+    int qwen2moe = strcmp(hf, "Qwen2MoeForCausalLM") == 0;
+    int64_t shared = qwen2moe ? rad_meta_geti(meta, "shared_expert_intermediate_size", 0) : 0;
     return (RadMoeConfig){
         .layer = l, .n_embd = meta->n_embd, .n_ff = (int)rad_meta_geti(meta, "model.n_ff_expert", meta->n_ff),
         .n_expert = meta->n_expert, .k = meta->n_expert_used, .weight_enc = enc, .mode = RAD_ROUTER_SOFTMAX_TOPK,
         .renorm = renorm ? RAD_ROUTER_RENORM_ON : RAD_ROUTER_RENORM_OFF, .scale = 1.0,
         .hf_gate = mixtral ? "w1" : "gate_proj", .hf_up = mixtral ? "w3" : "up_proj",
-        .hf_down = mixtral ? "w2" : "down_proj", .group = RAD_MOE_GROUP(l, meta->n_expert), .max_tok = T,
+        .hf_down = mixtral ? "w2" : "down_proj", .group = RAD_MOE_GROUP(l, meta->n_expert),
+        .n_ff_shared = shared >= 0 && shared <= INT32_MAX ? (int)shared : -1, .shared_gated = 1,
+        .hf_shared = "shared_expert", .max_tok = T,
     };
 }
 
@@ -257,6 +271,10 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
         RadMoeConfig mc = moe_config(meta, hf, 0, enc, T);
         rad_moe_buffers_declare(b, &m->moe_io, T, E, mc.n_ff, mc.n_expert, mc.k, m->io.h, m->io.delta);
         rad_note(b, "%d of %d layers route to %d experts, %d per token", n_sparse, L, mc.n_expert, mc.k);
+        if (mc.n_ff_shared > 0) {
+            rad_moe_shared_buffers_declare(b, &m->moe_io, T, E, mc.n_ff_shared, mc.shared_gated);
+            rad_note(b, "and a shared expert of %d, gated", mc.n_ff_shared);
+        }
     }
     const RadNormConfig nc = {.n_embd = E, .max_tok = T, .eps = meta->rms_eps, .w_offset = 0.0};
 
@@ -347,7 +365,7 @@ void rad_arch_step(void *instance, RadCtx *c, const RadBatch *batch)
 }
 
 RAD_ARCH_PLUGIN(llama, "llama", RAD_QUANT, "1.0",
-                "Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE, OLMoE")
+                "Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE")
 
 /* ---------------------------------------------------------- chat format */
 

@@ -62,6 +62,8 @@ from transformers import (
     OlmoeForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
+    Qwen2MoeConfig,
+    Qwen2MoeForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
     Qwen3MoeConfig,
@@ -303,6 +305,28 @@ CASES = {
             decoder_sparse_step=2,
         ),
     ),
+    # Qwen2-MoE: Qwen2's q/k/v biases, 8 experts, 3 per token, without the
+    # renormalisation (its default), and on every layer a shared expert of
+    # 32 whose output is scaled by sigmoid(shared_expert_gate(h)).
+    "qwen2moe": dict(
+        seed=8601,
+        cls=(Qwen2MoeConfig, Qwen2MoeForCausalLM),
+        config=dict(
+            COMMON,
+            num_hidden_layers=2,
+            vocab_size=512,
+            tie_word_embeddings=False,
+            rope_theta=1e6,
+            rms_norm_eps=1e-6,
+            num_experts=8,
+            num_experts_per_tok=3,
+            moe_intermediate_size=16,
+            shared_expert_intermediate_size=32,
+            norm_topk_prob=False,
+            decoder_sparse_step=1,
+            qkv_bias=True,
+        ),
+    ),
     # OLMoE: q/k RMSNorm over the whole projection, clip_qkv (tight enough
     # that some q, k and v values are clipped), 8 experts, 2 per token, no
     # renormalisation.
@@ -417,6 +441,8 @@ def reinit(model, config, norm_center=1.0, post_norm_center=None, transposed_exp
                 # Embedding rows feed an RMSNorm, lm_head (or the tied
                 # embedding) sets the logit scale: std = HEAD_GAIN/sqrt(hidden).
                 p.normal_(0.0, HEAD_GAIN / config.hidden_size ** 0.5)
+            elif name.endswith(".shared_expert_gate.weight"):   # Qwen2-MoE's [1, hidden] gate
+                p.normal_(0.0, IN_GAIN / p.shape[1] ** 0.5)      # logits ~ N(0, 1.5): sigmoids 0.1..0.9
             elif name.endswith(".gate.weight"):   # a MoE router [n_expert, hidden]
                 p.normal_(0.0, ROUTER_GAIN / p.shape[1] ** 0.5)
             elif name.endswith("experts.down_proj"):   # [n_expert, hidden, n_ff]
