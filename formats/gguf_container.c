@@ -182,6 +182,12 @@ static int translate_meta(const RadGguf *g, const char *path, const char *arch, 
         if (!rc) rc = rad_meta_table_set_int(t, "model.n_expert_used", n_used);
         if (!rc) rc = rad_meta_table_set_int(t, "model.n_ff_expert", ff_expert);
     }
+    /* A shared expert's size (Qwen2-MoE), under config.json's name for it. */
+    int64_t ff_shared = 0;
+    if (!rc && rad_gguf_get(g, ARCH_KEY("expert_shared_feed_forward_length"))) {
+        rc = rad_gguf_get_int(g, ARCH_KEY("expert_shared_feed_forward_length"), 0, &ff_shared);
+        if (!rc) rc = rad_meta_table_set_int(t, "shared_expert_intermediate_size", ff_shared);
+    }
 
     /* RoPE scaling, in the spelling the plugins read from config.json. */
     const char *scaling = NULL;

@@ -211,14 +211,15 @@ static int layer_is_sparse(const RadModelMeta *meta, const char *hf, int l)
 ** one (Qwen2/3-MoE, whose dense layers use intermediate_size).  Qwen2-MoE
 ** adds a shared expert of shared_expert_intermediate_size behind a sigmoid
 ** gate (a GGUF's expert_shared_feed_forward_length reaches us under the same
-** key); 0 or absent: none. */
+** key); absent: intermediate_size, as llama.cpp and transformers' default
+** have it; 0: none. */
 static RadMoeConfig moe_config(const RadModelMeta *meta, const char *hf, int l, int enc, int T)
 {
     int mixtral = strcmp(hf, "MixtralForCausalLM") == 0 || strcmp(hf, "LlamaForCausalLM") == 0 ||
                   strcmp(hf, "MistralForCausalLM") == 0;
     int renorm = mixtral ? 1 : (int)rad_meta_geti(meta, "norm_topk_prob", 0);
     int qwen2moe = strcmp(hf, "Qwen2MoeForCausalLM") == 0;
-    int64_t shared = qwen2moe ? rad_meta_geti(meta, "shared_expert_intermediate_size", 0) : 0;
+    int64_t shared = qwen2moe ? rad_meta_geti(meta, "shared_expert_intermediate_size", meta->n_ff) : 0;
     return (RadMoeConfig){
         .layer = l, .n_embd = meta->n_embd, .n_ff = (int)rad_meta_geti(meta, "model.n_ff_expert", meta->n_ff),
         .n_expert = meta->n_expert, .k = meta->n_expert_used, .weight_enc = enc, .mode = RAD_ROUTER_SOFTMAX_TOPK,

@@ -307,15 +307,18 @@ CASES = {
     ),
     # Qwen2-MoE: Qwen2's q/k/v biases, 8 experts, 3 per token, without the
     # renormalisation (its default), and on every layer a shared expert of
-    # 32 whose output is scaled by sigmoid(shared_expert_gate(h)).
+    # 32 whose output is scaled by sigmoid(shared_expert_gate(h)).  Its
+    # vocabulary is 1024, the borrowed tokenizer's, so llama.cpp's converter
+    # takes it (tests/models/llamacpp/make_tiny_ggufs.py); the embedding is
+    # tied to keep the folder near a megabyte.
     "qwen2moe": dict(
         seed=8601,
         cls=(Qwen2MoeConfig, Qwen2MoeForCausalLM),
         config=dict(
             COMMON,
             num_hidden_layers=2,
-            vocab_size=512,
-            tie_word_embeddings=False,
+            vocab_size=1024,
+            tie_word_embeddings=True,
             rope_theta=1e6,
             rms_norm_eps=1e-6,
             num_experts=8,

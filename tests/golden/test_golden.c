@@ -179,6 +179,23 @@ static void gguf_rope_freqs_match_hf(void **state)
     assert_int_equal(r.argmax_mismatch, 0);
 }
 
+/* The qwen2moe checkpoint through llama.cpp's converter (qwen2moe-tiny-f32.gguf,
+** tests/models/llamacpp/make_tiny_ggufs.py): stacked ffn_*_exps experts, the
+** shared expert as ffn_*_shexp with its gate ffn_gate_inp_shexp, and
+** expert_shared_feed_forward_length, run as the GGUF stores them: the logits
+** still match HF's to 1e-4 of their range, argmax equal everywhere. */
+static void gguf_qwen2moe_matches_hf(void **state)
+{
+    (void)state;
+    char gguf[4300];
+    snprintf(gguf, sizeof gguf, "%s/../../models/llamacpp/qwen2moe-tiny-f32.gguf", fixtures);
+    Result r = evaluate_file("qwen2moe", gguf, "f32", NULL, NULL);
+    print_message("qwen2moe       gguf: max abs err %.3g (%.3g of range %.2f), argmax mismatches %d, mean KL %.3g\n",
+                  r.max_err, r.max_err / r.range, r.range, r.argmax_mismatch, r.mean_kl);
+    assert_true(r.max_err <= 1e-4 * r.range);
+    assert_int_equal(r.argmax_mismatch, 0);
+}
+
 /* Greedy generation through the engine's decode path (one row a step after
 ** an 8-token prefill) reproduces HF's 16 greedy tokens exactly. */
 static void f32_greedy_matches_hf(void **state)
@@ -230,8 +247,8 @@ static void f32_greedy_matches_hf(void **state)
 #define F16_KV_MAX_KL 1e-5
 /* The mixture-of-experts fixtures, measured 2026-12-02: bf16 1.9e-3
 ** (olmoe), q8_0 4.5e-2 (qwen3moe), q4_0 1.1 (mixtral), f16 KV 4.4e-6
-** (mixtral); qwen2moe (its shared expert gated) bf16 2.4e-3, q8_0 1.6e-2,
-** q4_0 1.13, f16 KV 3.9e-6.  Rounding moves the hidden state a router sees, and a token
+** (mixtral); qwen2moe (its shared expert gated) bf16 1.1e-3, q8_0 1.4e-2,
+** q4_0 0.94, f16 KV 5.0e-6.  Rounding moves the hidden state a router sees, and a token
 ** whose k-th and (k+1)-th experts are close then takes another expert,
 ** which changes its output by far more than the rounding itself (the
 ** router weight stays f32 in every format); the bounds again leave about
@@ -358,6 +375,7 @@ int main(void)
         cmocka_unit_test(f32_logits_match_hf),
         cmocka_unit_test(f32_greedy_matches_hf),
         cmocka_unit_test(gguf_rope_freqs_match_hf),
+        cmocka_unit_test(gguf_qwen2moe_matches_hf),
         cmocka_unit_test(lossy_formats_within_pinned_kl),
         cmocka_unit_test(gpt_oss_mxfp4_within_pinned_kl),
         cmocka_unit_test(gpt_oss_mxfp4_checkpoint_repacked_exactly),

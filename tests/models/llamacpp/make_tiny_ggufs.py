@@ -5,7 +5,7 @@ converter imports even for BPE tokenizers, and llama.cpp's sources):
 
     /work/venv/bin/python tests/models/llamacpp/make_tiny_ggufs.py [--llama-cpp DIR]
 
-Two checkpoints of tests/golden/fixtures are converted.
+Three checkpoints of tests/golden/fixtures are converted.
 
 Llama 3 with llama3 RoPE scaling (llama3_scaled: 4 layers, hidden 64, factor
 8 over an original context of 64, tied embeddings, vocab 1024) becomes
@@ -14,6 +14,12 @@ Llama 3.1+ GGUF carries it: no scaling keys, and a tensor rope_freqs.weight
 of per-pair divisors.  tests/golden/test_golden.c runs it against the
 checkpoint's HF logits.  It gets the same borrowed tokenizer as below (only
 its ids matter: the test feeds ids).
+
+Qwen2-MoE (qwen2moe: 2 layers, 8 experts, 3 per token, a gated shared
+expert of 32, tied embeddings, vocab 1024) becomes qwen2moe-tiny-f32.gguf
+(llama.cpp's qwen2moe: stacked ffn_*_exps, ffn_*_shexp, ffn_gate_inp_shexp);
+tests/golden/test_golden.c runs it against the checkpoint's HF logits, with
+the same borrowed tokenizer.
 
 There is no small real Qwen2/2.5 GGUF in the package registry, so this
 converts the tiny random checkpoint tests/golden/fixtures/qwen2
@@ -89,7 +95,8 @@ def model_dir(tmp, fixture, name):
 
 
 # (fixture, output name, outtypes)
-CASES = (("qwen2", "qwen2-tiny", OUTTYPES), ("llama3_scaled", "llama3-scaled-tiny", ("f32",)))
+CASES = (("qwen2", "qwen2-tiny", OUTTYPES), ("llama3_scaled", "llama3-scaled-tiny", ("f32",)),
+         ("qwen2moe", "qwen2moe-tiny", ("f32",)))
 
 
 def main():
