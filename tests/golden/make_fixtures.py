@@ -309,8 +309,9 @@ CASES = {
     # renormalisation (its default), and on every layer a shared expert of
     # 32 whose output is scaled by sigmoid(shared_expert_gate(h)).  Its
     # vocabulary is 1024, the borrowed tokenizer's, so llama.cpp's converter
-    # takes it (tests/models/llamacpp/make_tiny_ggufs.py); the embedding is
-    # tied to keep the folder near a megabyte.
+    # takes it (tests/models/llamacpp/make_tiny_ggufs.py), and lm_head is
+    # its own, as in the released models (llama.cpp's qwen2moe requires an
+    # output.weight: it does not fall back to the embedding).
     "qwen2moe": dict(
         seed=8601,
         cls=(Qwen2MoeConfig, Qwen2MoeForCausalLM),
@@ -318,7 +319,7 @@ CASES = {
             COMMON,
             num_hidden_layers=2,
             vocab_size=1024,
-            tie_word_embeddings=True,
+            tie_word_embeddings=False,
             rope_theta=1e6,
             rms_norm_eps=1e-6,
             num_experts=8,

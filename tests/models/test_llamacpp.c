@@ -73,6 +73,7 @@ static const Case cases[] = {
     {"gemma3-270m-q4_k_m", "gemma-3-270m-q4_k_m.gguf", 1, 8e-3, 0.92, 1},          /* 5.4e-3, 94.1%, 3/5 */
     {"qwen2-tiny-f32", "qwen2-tiny-f32.gguf", 0, 1e-5, 0.99, 4},                   /* 1.1e-6, 100%, 4/5 */
     {"qwen2-tiny-q8_0", "qwen2-tiny-q8_0.gguf", 0, 1.2e-3, 0.94, 2},               /* 7.8e-4, 96.1%, 2/5 */
+    {"qwen2moe-tiny-f32", "qwen2moe-tiny-f32.gguf", 0, 1e-5, 0.99, 4},             /* 1.1e-6, 100%, 4/5 */
 };
 
 static char recordings[4096], cache[4096];
@@ -273,6 +274,7 @@ static void smollm2(void **state) { (void)state; run_case(&cases[0]); }
 static void gemma3(void **state) { (void)state; run_case(&cases[1]); }
 static void qwen2_f32(void **state) { (void)state; run_case(&cases[2]); }
 static void qwen2_q8_0(void **state) { (void)state; run_case(&cases[3]); }
+static void qwen2moe_f32(void **state) { (void)state; run_case(&cases[4]); }
 static void smollm2_exact(void **state) { (void)state; run_exact(&cases[0]); }
 static void gemma3_exact(void **state) { (void)state; run_exact(&cases[1]); }
 static void qwen2_q8_0_exact(void **state) { (void)state; run_exact(&cases[3]); }
@@ -287,6 +289,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(qwen2_f32),
         cmocka_unit_test(qwen2_q8_0),
+        cmocka_unit_test(qwen2moe_f32),
         cmocka_unit_test(smollm2),
         cmocka_unit_test(gemma3),
         cmocka_unit_test(qwen2_q8_0_exact),

@@ -16,9 +16,11 @@ checkpoint's HF logits.  It gets the same borrowed tokenizer as below (only
 its ids matter: the test feeds ids).
 
 Qwen2-MoE (qwen2moe: 2 layers, 8 experts, 3 per token, a gated shared
-expert of 32, tied embeddings, vocab 1024) becomes qwen2moe-tiny-f32.gguf
+expert of 32, vocab 1024, lm_head untied as llama.cpp's qwen2moe requires)
+becomes qwen2moe-tiny-f32.gguf
 (llama.cpp's qwen2moe: stacked ffn_*_exps, ffn_*_shexp, ffn_gate_inp_shexp);
-tests/golden/test_golden.c runs it against the checkpoint's HF logits, with
+tests/golden/test_golden.c runs it against the checkpoint's HF logits and
+tests/models/test_llamacpp.c against llama.cpp's recording (record.py), with
 the same borrowed tokenizer.
 
 There is no small real Qwen2/2.5 GGUF in the package registry, so this

@@ -47,6 +47,8 @@ MODELS = [
      "tests/golden/fixtures/qwen2 converted by llama.cpp's convert_hf_to_gguf.py (make_tiny_ggufs.py)"),
     ("qwen2-tiny-q8_0", os.path.join(HERE, "qwen2-tiny-q8_0.gguf"),
      "tests/golden/fixtures/qwen2 converted by llama.cpp's convert_hf_to_gguf.py --outtype q8_0 (make_tiny_ggufs.py)"),
+    ("qwen2moe-tiny-f32", os.path.join(HERE, "qwen2moe-tiny-f32.gguf"),
+     "tests/golden/fixtures/qwen2moe converted by llama.cpp's convert_hf_to_gguf.py (make_tiny_ggufs.py)"),
 ]
 
 # Five fixed prompts: prose, code, a question, a list, non-English.  Plain text,
