@@ -3,6 +3,9 @@
 # model (more experts used per token than exist, an expert tensor of the
 # wrong shape, one expert missing) gets one line naming the file, the tensor
 # or key and the problem, a non-zero exit, no crash and no output file.
+# Qwen2-MoE's shared expert likewise (its gate of the wrong shape, one of its
+# projections missing), and a qwen2moe GGUF whose metadata contradicts its
+# tensors is refused at open.
 . "$(dirname "$0")/lib.sh"
 R=$RADIANCE_BIN
 
@@ -28,5 +31,33 @@ expect_fail "a checkpoint missing one expert" 4 \
     "experts.5.gate_proj.weight' is missing.*blk.0.ffn_gate_exps.weight', which stacks 8" \
     $R convert "$WORK/m" -o "$WORK/o.rad"
 no_output "a checkpoint missing one expert"
+
+Q2=$FIXTURES/qwen2moe
+fresh2() { rm -rf "$WORK/m" "$WORK/o.rad"; cp -r "$Q2" "$WORK/m"; }
+fresh2; $CRAFT reshape-tensor "$Q2/model.safetensors" "$WORK/m/model.safetensors" \
+    model.layers.1.mlp.shared_expert_gate.weight
+expect_fail "a shared expert gate of the wrong shape" 4 \
+    "shared_expert_gate.weight' has shape \[64, 1\].*blk.1.ffn_gate_inp_shexp.weight' is \[1, 64\]" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+no_output "a shared expert gate of the wrong shape"
+
+fresh2; $CRAFT drop-tensor "$Q2/model.safetensors" "$WORK/m/model.safetensors" \
+    model.layers.0.mlp.shared_expert.up_proj.weight
+expect_fail "a checkpoint missing a shared expert projection" 4 \
+    "shared_expert.up_proj.weight' is missing.*blk.0.ffn_up_shexp.weight'" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+no_output "a checkpoint missing a shared expert projection"
+
+GG="$RADIANCE_SRC/tests/models/llamacpp/qwen2moe-tiny-f32.gguf"
+EDIT="python3 $RADIANCE_SRC/tests/e2e/gguf_edit.py $GG $WORK/bad.gguf"
+$EDIT qwen2moe.expert_used_count=u32:9
+expect_fail "GGUF top-k larger than the expert count" 4 "bad.gguf: metadata qwen2moe.expert_used_count = 9: more than the experts" \
+    timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2moe.expert_count=u32:6
+expect_fail "GGUF expert count below its stacks" 4 "bad.gguf: tensor 'blk.0.ffn_gate_inp.weight' has shape \[8, 64\], the model's metadata needs \[6, 64\]" \
+    timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT qwen2moe.expert_shared_feed_forward_length=u32:48
+expect_fail "GGUF shared expert size against its tensors" 4 "bad.gguf: tensor 'blk.0.ffn_gate_shexp.weight' has shape \[32, 64\], the model's metadata needs \[48, 64\]" \
+    timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
 
 finish
