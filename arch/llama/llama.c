@@ -67,8 +67,8 @@ const char *const *rad_arch_hf_names(void) { return hf_names; }
 ** pairs; Qwen files keep Hugging Face's halves.  Mixtral files are "llama"
 ** with an expert count.  GGUF has no key for norm_topk_prob: llama.cpp
 ** renormalises Qwen3-MoE's chosen weights and not OLMoE's or Qwen2-MoE's,
-** so the families say so.  (A Qwen3-MoE checkpoint with norm_topk_prob off reaches GGUF
-** renormalised; llama.cpp runs it so too.) */
+** so the families say so.  (A Qwen3-MoE checkpoint with norm_topk_prob off
+** reaches GGUF renormalised; llama.cpp runs it so too.) */
 static const RadMetaKV adjacent_pairs[] = {
     {.key = "model.rope_mode", .type = RAD_META_INT, .i = 1, .f = 1},     /* rope mode 1: adjacent pairs */
 };
@@ -188,9 +188,9 @@ static int config_window(const RadModelMeta *meta, const char *hf)
 
 /* Whether layer l routes to experts.  Qwen2-MoE and Qwen3-MoE: every
 ** decoder_sparse_step-th layer not listed in mlp_only_layers (their
-** transformers rule); the other
-** families: every layer of a model with experts (a Mixtral GGUF is "llama"
-** with an expert count). */
+** transformers rule; a GGUF has neither key, so every layer, as llama.cpp
+** runs it); the other families: every layer of a model with experts (a
+** Mixtral GGUF is "llama" with an expert count). */
 static int layer_is_sparse(const RadModelMeta *meta, const char *hf, int l)
 {
     if (meta->n_expert <= 0) return 0;
