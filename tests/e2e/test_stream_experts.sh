@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 R=$RADIANCE_BIN
 
-for m in "gpt_oss q8_0" "qwen3moe f32" "olmoe q8_0"; do
+for m in "gpt_oss q8_0" "qwen3moe f32" "olmoe q8_0" "qwen2moe q8_0"; do
     set -- $m
     $R convert "$FIXTURES/$1" -o "$WORK/$1.rad" --quant "$2" >/dev/null 2>&1 || not_ok "$1: convert failed"
     held=$($R run "$WORK/$1.rad" --tokens 1,2,3,4,5,6,7,8 -n 12 --temp 0 2>/dev/null)
