@@ -286,6 +286,28 @@ CASES = {
             mlp_only_layers=[1],
         ),
     ),
+    # Qwen3-MoE with experts on every layer: the form llama.cpp's qwen3moe
+    # runs (it has no dense layers), so that llama.cpp's converter takes it
+    # (tests/models/llamacpp/make_tiny_ggufs.py); otherwise as qwen3moe.
+    "qwen3moe_all_sparse": dict(
+        seed=8051,
+        cls=(Qwen3MoeConfig, Qwen3MoeForCausalLM),
+        config=dict(
+            COMMON,
+            num_hidden_layers=2,
+            head_dim=32,
+            vocab_size=512,
+            tie_word_embeddings=True,
+            rope_theta=1e6,
+            rms_norm_eps=1e-6,
+            num_experts=8,
+            num_experts_per_tok=2,
+            moe_intermediate_size=16,
+            norm_topk_prob=True,
+            decoder_sparse_step=1,
+            mlp_only_layers=[],
+        ),
+    ),
     # Qwen3-MoE without the renormalisation, 3 of 8 experts, and
     # decoder_sparse_step 2: only layer 1 routes, layer 0 is dense.
     "qwen3moe_sparse_step": dict(
@@ -348,6 +370,29 @@ CASES = {
             num_experts=8,
             num_experts_per_tok=2,
             clip_qkv=2.0,
+            pad_token_id=None,
+            eos_token_id=None,
+        ),
+    ),
+    # OLMoE in OLMoE-1B-7B's own form: as many KV heads as query heads and
+    # no clip_qkv.  llama.cpp's olmoe assumes both (its k norm has n_embd
+    # weights, its converter writes no clamp), so this is the checkpoint its
+    # converter takes (tests/models/llamacpp/make_tiny_ggufs.py).
+    "olmoe_mha": dict(
+        seed=8251,
+        cls=(OlmoeConfig, OlmoeForCausalLM),
+        config=dict(
+            COMMON,
+            num_hidden_layers=2,
+            num_key_value_heads=4,
+            intermediate_size=16,
+            vocab_size=512,
+            tie_word_embeddings=False,
+            rope_theta=10000.0,
+            rms_norm_eps=1e-5,
+            num_experts=8,
+            num_experts_per_tok=2,
+            clip_qkv=None,
             pad_token_id=None,
             eos_token_id=None,
         ),
