@@ -72,6 +72,26 @@ static const char *const hf_names[] = {"GptOssForCausalLM", NULL};
 
 const char *const *rad_arch_hf_names(void) { return hf_names; }
 
+/* GGUF files of gpt-oss (llama.cpp's "gpt-oss").  The converter writes the
+** experts already split into ffn_gate_exps / ffn_up_exps stacks, under the
+** names this plugin declares, so a file binds as it stands.  GGUF has no
+** key for the clamped SwiGLU's constants: llama.cpp computes it with alpha
+** 1.702 and limit 7.0 whatever the checkpoint said (the released models'
+** values), so a file implies them.  Nor for layer_types: llama.cpp slides
+** on every other layer from layer 0, as layer_is_sliding does without
+** them. */
+static const RadMetaKV gguf_implied[] = {
+    {.key = "swiglu_alpha", .type = RAD_META_FLOAT, .i = 0, .f = 1.702},
+    {.key = "swiglu_limit", .type = RAD_META_FLOAT, .i = 0, .f = 7.0},
+};
+
+static const RadGgufFamily gguf_families[] = {
+    {RAD_SIZED(RadGgufFamily), "gpt-oss", "GptOssForCausalLM", 2, gguf_implied},
+    {0},
+};
+
+const RadGgufFamily *rad_arch_gguf_families(void) { return gguf_families; }
+
 int rad_arch_probe(const RadModelMeta *meta, RadArchProbe *out)
 {
     (void)meta;

@@ -5,7 +5,8 @@ converter imports even for BPE tokenizers, and llama.cpp's sources):
 
     /work/venv/bin/python tests/models/llamacpp/make_tiny_ggufs.py [--llama-cpp DIR]
 
-Three checkpoints of tests/golden/fixtures are converted.
+Checkpoints of tests/golden/fixtures are converted; --only NAME... makes just
+those outputs (NAME as in CASES, e.g. olmoe-tiny).
 
 Llama 3 with llama3 RoPE scaling (llama3_scaled: 4 layers, hidden 64, factor
 8 over an original context of 64, tied embeddings, vocab 1024) becomes
@@ -48,12 +49,36 @@ quantization) is the converter's own.  The converter's warning "Unknown RoPE
 type: default" is harmless (no rope scaling is written).  The output is
 deterministic: see the sha256 sums in README.md.
 
+The mixture-of-experts fixtures (issue 14) are converted the same way, each
+as f32 and q8_0 unless said:
+
+    qwen3moe_all_sparse -> qwen3moe-tiny-{f32,q8_0}.gguf     (arch qwen3moe)
+    olmoe_mha           -> olmoe-tiny-{f32,q8_0}.gguf        (arch olmoe)
+    mixtral             -> mixtral-tiny-{f32,q8_0}.gguf      (arch llama, 8 experts)
+    gpt_oss             -> gpt-oss-tiny-f32.gguf             (arch gpt-oss)
+    gpt_oss_mxfp4       -> gpt-oss-mxfp4-tiny-auto.gguf      (MXFP4 experts as the
+                           checkpoint stores them, f16 embedding and output)
+
+llama.cpp's converter refuses two of the golden MoE fixtures as they are:
+qwen3moe has a dense layer (mlp_only_layers), which llama.cpp's qwen3moe
+cannot hold, and olmoe has GQA and clip_qkv, which llama.cpp's olmoe does
+not know; qwen3moe_all_sparse and olmoe_mha are the same families in the
+forms it runs.  Their embeddings have 500 or 512 rows, fewer than the
+borrowed tokenizer's 1024 ids, so each gets the tokenizer cut to its rows
+(truncated_tokenizer).  In the q8_0 files the expert down stacks stay f16:
+their rows are 16 long, under q8_0's block of 32, and the converter falls
+back for them, as it says.  Two things the files lose that the checkpoints
+have, both llama.cpp's choices: Mixtral's sliding window (no key is
+written, llama.cpp's llama runs full attention) and gpt-oss's
+swiglu_limit (llama.cpp fixes it at 7; the fixture's is 2).
+
 DIR is a llama.cpp source tree (the vendor/llama.cpp folder of
 llama-cpp-python's sdist).  Without --llama-cpp the script downloads the
 pinned sdist with pip into ~/.cache/radiance/llama-cpp-python-src and unpacks
 it there.
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -83,6 +108,27 @@ def fetch_sources():
     return src
 
 
+def truncated_tokenizer(tok, n_vocab):
+    """The borrowed BPE cut to its first n_vocab ids, for a checkpoint whose
+    embedding is smaller than the 1024-id tokenizer (the MoE fixtures have
+    500 or 512 rows).  The tokenizer was trained, so merge i made id 259 + i
+    (3 special tokens and 256 bytes come first): keeping the ids below
+    n_vocab and the merges whose result is kept gives a smaller tokenizer
+    that encodes with the same rules and never names a missing row."""
+    model = tok["model"]
+    keep = {s: i for s, i in model["vocab"].items() if i < n_vocab}
+    merges = []
+    for m in model["merges"]:
+        a, b = m if isinstance(m, list) else m.split(" ", 1)
+        if a + b in keep and a in keep and b in keep:
+            merges.append(m)
+    assert len(merges) == n_vocab - 259, "merges out of id order: %d kept" % len(merges)
+    model["vocab"] = keep
+    model["merges"] = merges
+    tok["added_tokens"] = [t for t in tok["added_tokens"] if t["id"] < n_vocab]
+    return tok
+
+
 def model_dir(tmp, fixture, name):
     """The checkpoint plus the fixture tokenizer, in a folder named like the model."""
     d = os.path.join(tmp, name)
@@ -91,20 +137,33 @@ def model_dir(tmp, fixture, name):
     for f in os.listdir(src):
         if f.endswith((".json", ".safetensors")) and f not in ("meta.json",):
             shutil.copy(os.path.join(src, f), d)
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(FIXTURES, "qwen3", f), d)
+    shutil.copy(os.path.join(FIXTURES, "qwen3", "tokenizer_config.json"), d)
+    with open(os.path.join(FIXTURES, "qwen3", "tokenizer.json"), encoding="utf-8") as f:
+        tok = json.load(f)
+    with open(os.path.join(src, "config.json"), encoding="utf-8") as f:
+        n_vocab = json.load(f)["vocab_size"]
+    if n_vocab < len(tok["model"]["vocab"]):
+        tok = truncated_tokenizer(tok, n_vocab)
+    with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
     return d
 
 
-# (fixture, output name, outtypes)
+# (fixture, output name, outtypes).  The MoE fixtures (issue 14): "auto"
+# keeps the checkpoint's own types, which for gpt_oss_mxfp4 means the
+# experts stay MXFP4 (the converter repacks the blocks; everything else
+# is f32).
 CASES = (("qwen2", "qwen2-tiny", OUTTYPES), ("llama3_scaled", "llama3-scaled-tiny", ("f32",)),
-         ("qwen2moe", "qwen2moe-tiny", ("f32",)))
+         ("qwen3moe_all_sparse", "qwen3moe-tiny", OUTTYPES), ("olmoe_mha", "olmoe-tiny", OUTTYPES),
+         ("mixtral", "mixtral-tiny", OUTTYPES), ("gpt_oss", "gpt-oss-tiny", ("f32",)),
+         ("gpt_oss_mxfp4", "gpt-oss-mxfp4-tiny", ("auto",)), ("qwen2moe", "qwen2moe-tiny", ("f32",)))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--llama-cpp", help="llama.cpp source tree holding convert_hf_to_gguf.py")
     ap.add_argument("--out", default=HERE, help="output folder (default: this folder)")
+    ap.add_argument("--only", nargs="*", help="output names to make (default: all)")
     args = ap.parse_args()
     src = os.path.abspath(args.llama_cpp or fetch_sources())
 
@@ -117,6 +176,8 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         for fixture, name, outtypes in CASES:
+            if args.only and name not in args.only:
+                continue
             d = model_dir(tmp, fixture, name)
             for t in outtypes:
                 out = os.path.join(os.path.abspath(args.out), "%s-%s.gguf" % (name, t))
