@@ -17,8 +17,11 @@
 ** so this is a lower bound of the full one; with most of the mass in the top
 ** 64 (see each model's rest_mass_mean) it is close.  Positions scored:
 ** $RADIANCE_TF_TOKENS (default 256, `make test-models`; the full 2,000 with
-** `make test-models-full`).  The real models come from tests/models/fetch.sh;
-** without them the test skips visibly, and fails under CI=true.
+** `make test-models-full`; the tiny MoE recordings hold 512).  The real
+** models come from tests/models/fetch.sh; without them the test skips
+** visibly, and fails under CI=true.  The tiny files (Qwen2, and the MoE
+** families qwen3moe, olmoe, mixtral and gpt-oss, made by llama.cpp's own
+** converter) sit beside the recordings and always run.
 */
 #include <math.h>
 #include <setjmp.h>
@@ -66,6 +69,7 @@ typedef struct Case {
     double max_kl;          /* measured mean KL x ~1.5 */
     double min_top1;
     int min_greedy;         /* prompts whose 32 greedy tokens all equal llama.cpp's */
+    double max_exact_kl;    /* run_exact's bound; 0: EXACT_MAX_KL */
 } Case;
 
 static const Case cases[] = {
@@ -73,7 +77,27 @@ static const Case cases[] = {
     {"gemma3-270m-q4_k_m", "gemma-3-270m-q4_k_m.gguf", 1, 8e-3, 0.92, 1},          /* 5.4e-3, 94.1%, 3/5 */
     {"qwen2-tiny-f32", "qwen2-tiny-f32.gguf", 0, 1e-5, 0.99, 4},                   /* 1.1e-6, 100%, 4/5 */
     {"qwen2-tiny-q8_0", "qwen2-tiny-q8_0.gguf", 0, 1.2e-3, 0.94, 2},               /* 7.8e-4, 96.1%, 2/5 */
-    {"qwen2moe-tiny-f32", "qwen2moe-tiny-f32.gguf", 0, 1e-5, 0.99, 4},             /* 1.1e-6, 100%, 4/5 */
+    {"qwen2moe-tiny-f32", "qwen2moe-tiny-f32.gguf", 0, 1e-5, 0.99, 4, 0},          /* 1.1e-6, 100%, 4/5 */
+    /* The tiny mixture-of-experts files (issue 14), recorded over 512
+    ** positions; measured 2026-12-02 over 255 and (RADIANCE_TF_TOKENS=512)
+    ** 511 positions, the larger of the two given.  At f32 llama.cpp differs
+    ** from itself (one token per decode against batches) by KL 6e-9..2e-7,
+    ** and we from it by 6e-7..2.5e-6: its f16 KV cache, which we keep too,
+    ** and summation order.  The quantized files meet llama.cpp's activation
+    ** rounding as the dense ones do, and routing multiplies it: a token
+    ** whose k-th and (k+1)-th experts are close takes the other one after a
+    ** rounding step.  llama.cpp's default run differs from its own run on
+    ** the dequantized weights by KL 1.2e-2 (qwen3moe, olmoe), 2.3e-2
+    ** (mixtral) and 1.5e-3 (gpt-oss mxfp4), several times what we measure
+    ** against it.  Greedy: f32 as measured, quantized one below it. */
+    {"qwen3moe-tiny-f32", "qwen3moe-tiny-f32.gguf", 0, 3e-6, 0.99, 5, 0},          /* 7.1e-7, 100%, 5/5 */
+    {"qwen3moe-tiny-q8_0", "qwen3moe-tiny-q8_0.gguf", 0, 4e-3, 0.95, 1, 1.2e-4},   /* 2.7e-3, 96.9%, 2/5 */
+    {"olmoe-tiny-f32", "olmoe-tiny-f32.gguf", 0, 3e-6, 0.99, 5, 0},                /* 6.8e-7, 99.8%, 5/5 */
+    {"olmoe-tiny-q8_0", "olmoe-tiny-q8_0.gguf", 0, 1.6e-3, 0.95, 1, 2.5e-4},       /* 1.1e-3, 96.9%, 2/5 */
+    {"mixtral-tiny-f32", "mixtral-tiny-f32.gguf", 0, 5e-6, 0.99, 4, 0},            /* 2.5e-6, 99.6%, 4/5 */
+    {"mixtral-tiny-q8_0", "mixtral-tiny-q8_0.gguf", 0, 3.5e-3, 0.95, 1, 1.2e-5},   /* 2.4e-3, 97.3%, 1/5 */
+    {"gpt-oss-tiny-f32", "gpt-oss-tiny-f32.gguf", 0, 4e-6, 0.99, 5, 0},            /* 2.1e-6, 99.8%, 5/5 */
+    {"gpt-oss-mxfp4-tiny-auto", "gpt-oss-mxfp4-tiny-auto.gguf", 0, 5.5e-3, 0.94, 1, 0}, /* 3.5e-3, 96.5%, 2/5 */
 };
 
 static char recordings[4096], cache[4096];
@@ -235,7 +259,7 @@ static void run_case(const Case *c)
     if (!model_path(c, path, sizeof path)) { skip(); }
     snprintf(json_path, sizeof json_path, "%s/%s.json", recordings, c->name);
     json_error_t err;
-    json_t *rec = json_load_file(json_path, 0, &err);
+    json_t *rec = json_load_file(json_path, JSON_ALLOW_NUL, &err);   /* a random model may generate byte 0 */
     if (!rec) fail_msg("%s: %s", json_path, err.text);
     int tok_ok, greedy_ok, n_prompts;
     double mean_kl, top1;
@@ -258,14 +282,19 @@ static void run_case(const Case *c)
 ** quantize activations either.  What is left is summation order and the f16
 ** KV cache both sides keep: KL about 1e-6.  This is the tight check that our
 ** model math is llama.cpp's; the comparison above is bounded by llama.cpp's
-** own activation-quantization noise (tests/models/llamacpp/README.md). */
+** own activation-quantization noise (tests/models/llamacpp/README.md).
+** The MoE files measure 7e-7..8e-6 over the first 255 positions; over 511
+** one or two positions of qwen3moe and olmoe take another expert on
+** llama.cpp's f16 KV rounding (KL 0.035 and 0.08 there), which lifts their
+** means to 7e-5 and 1.6e-4: their own bounds, in `cases`. */
+#define EXACT_MAX_KL 1e-5
 static void run_exact(const Case *c)
 {
     char path[4300];
     if (!model_path(c, path, sizeof path)) { skip(); }
     double mean_kl, top1;
     teacher_forced_agrees(c, path, "deq-f32.topk.bin", "ref", &mean_kl, &top1);
-    assert_true(mean_kl <= 1e-5);
+    assert_true(mean_kl <= (c->max_exact_kl > 0 ? c->max_exact_kl : EXACT_MAX_KL));
     assert_true(top1 >= 0.99);
 }
 
@@ -278,6 +307,18 @@ static void qwen2moe_f32(void **state) { (void)state; run_case(&cases[4]); }
 static void smollm2_exact(void **state) { (void)state; run_exact(&cases[0]); }
 static void gemma3_exact(void **state) { (void)state; run_exact(&cases[1]); }
 static void qwen2_q8_0_exact(void **state) { (void)state; run_exact(&cases[3]); }
+static void qwen3moe_f32(void **state) { (void)state; run_case(&cases[4]); }
+static void qwen3moe_q8_0(void **state) { (void)state; run_case(&cases[5]); }
+static void olmoe_f32(void **state) { (void)state; run_case(&cases[6]); }
+static void olmoe_q8_0(void **state) { (void)state; run_case(&cases[7]); }
+static void mixtral_f32(void **state) { (void)state; run_case(&cases[8]); }
+static void mixtral_q8_0(void **state) { (void)state; run_case(&cases[9]); }
+static void gpt_oss_f32(void **state) { (void)state; run_case(&cases[10]); }
+static void gpt_oss_mxfp4(void **state) { (void)state; run_case(&cases[11]); }
+static void qwen3moe_q8_0_exact(void **state) { (void)state; run_exact(&cases[5]); }
+static void olmoe_q8_0_exact(void **state) { (void)state; run_exact(&cases[7]); }
+static void mixtral_q8_0_exact(void **state) { (void)state; run_exact(&cases[9]); }
+static void gpt_oss_mxfp4_exact(void **state) { (void)state; run_exact(&cases[11]); }
 
 int main(void)
 {
@@ -290,6 +331,18 @@ int main(void)
         cmocka_unit_test(qwen2_f32),
         cmocka_unit_test(qwen2_q8_0),
         cmocka_unit_test(qwen2moe_f32),
+        cmocka_unit_test(qwen3moe_f32),
+        cmocka_unit_test(qwen3moe_q8_0),
+        cmocka_unit_test(olmoe_f32),
+        cmocka_unit_test(olmoe_q8_0),
+        cmocka_unit_test(mixtral_f32),
+        cmocka_unit_test(mixtral_q8_0),
+        cmocka_unit_test(gpt_oss_f32),
+        cmocka_unit_test(gpt_oss_mxfp4),
+        cmocka_unit_test(qwen3moe_q8_0_exact),
+        cmocka_unit_test(olmoe_q8_0_exact),
+        cmocka_unit_test(mixtral_q8_0_exact),
+        cmocka_unit_test(gpt_oss_mxfp4_exact),
         cmocka_unit_test(smollm2),
         cmocka_unit_test(gemma3),
         cmocka_unit_test(qwen2_q8_0_exact),
