@@ -72,12 +72,12 @@ typedef struct Case {
     double max_exact_kl;    /* run_exact's bound; 0: EXACT_MAX_KL */
 } Case;
 
+/* The functions below name their case by its index here: add at the end. */
 static const Case cases[] = {
     {"smollm2-135m-q4_1", "SmolLM2-135M-Instruct.Q4_1.gguf", 1, 5.5e-3, 0.92, 2},   /* 3.7e-3, 93.7%, 2/5 */
     {"gemma3-270m-q4_k_m", "gemma-3-270m-q4_k_m.gguf", 1, 8e-3, 0.92, 1},          /* 5.4e-3, 94.1%, 3/5 */
     {"qwen2-tiny-f32", "qwen2-tiny-f32.gguf", 0, 1e-5, 0.99, 4},                   /* 1.1e-6, 100%, 4/5 */
     {"qwen2-tiny-q8_0", "qwen2-tiny-q8_0.gguf", 0, 1.2e-3, 0.94, 2},               /* 7.8e-4, 96.1%, 2/5 */
-    {"qwen2moe-tiny-f32", "qwen2moe-tiny-f32.gguf", 0, 1e-5, 0.99, 4, 0},          /* 1.1e-6, 100%, 4/5 */
     /* The tiny mixture-of-experts files (issue 14), recorded over 512
     ** positions; measured 2026-12-02 over 255 and (RADIANCE_TF_TOKENS=512)
     ** 511 positions, the larger of the two given.  At f32 llama.cpp differs
@@ -98,6 +98,7 @@ static const Case cases[] = {
     {"mixtral-tiny-q8_0", "mixtral-tiny-q8_0.gguf", 0, 3.5e-3, 0.95, 1, 1.2e-5},   /* 2.4e-3, 97.3%, 1/5 */
     {"gpt-oss-tiny-f32", "gpt-oss-tiny-f32.gguf", 0, 4e-6, 0.99, 5, 0},            /* 2.1e-6, 99.8%, 5/5 */
     {"gpt-oss-mxfp4-tiny-auto", "gpt-oss-mxfp4-tiny-auto.gguf", 0, 5.5e-3, 0.94, 1, 0}, /* 3.5e-3, 96.5%, 2/5 */
+    {"qwen2moe-tiny-f32", "qwen2moe-tiny-f32.gguf", 0, 1e-5, 0.99, 4, 0},          /* 1.1e-6, 100%, 4/5 */
 };
 
 static char recordings[4096], cache[4096];
@@ -303,7 +304,7 @@ static void smollm2(void **state) { (void)state; run_case(&cases[0]); }
 static void gemma3(void **state) { (void)state; run_case(&cases[1]); }
 static void qwen2_f32(void **state) { (void)state; run_case(&cases[2]); }
 static void qwen2_q8_0(void **state) { (void)state; run_case(&cases[3]); }
-static void qwen2moe_f32(void **state) { (void)state; run_case(&cases[4]); }
+static void qwen2moe_f32(void **state) { (void)state; run_case(&cases[12]); }
 static void smollm2_exact(void **state) { (void)state; run_exact(&cases[0]); }
 static void gemma3_exact(void **state) { (void)state; run_exact(&cases[1]); }
 static void qwen2_q8_0_exact(void **state) { (void)state; run_exact(&cases[3]); }
