@@ -19,4 +19,17 @@ echo "$plan" | grep -q "streamed experts: 16 runs .* a cache of 16 slots" \
     && ok "--expert-cache sizes the cache (16 slots: every run of the model), --debug-plan says so" \
     || not_ok "plan: $(echo "$plan" | grep streamed)"
 
+# A GGUF stores each expert stack whole: refused by name, with the way out;
+# `convert FILE.gguf` writes its experts one record each, and that streams.
+G="$RADIANCE_SRC/tests/models/llamacpp"
+expect_fail "--stream-experts on a GGUF" 4 "ffn_.*_exps.weight' is one stacked tensor.*radiance convert FILE.gguf" \
+    $R run "$G/qwen3moe-tiny-q8_0.gguf" --tokens 1,2 -n 1 --stream-experts
+for f in qwen3moe-tiny-q8_0 mixtral-tiny-f32 gpt-oss-tiny-f32; do
+    $R convert "$G/$f.gguf" -o "$WORK/$f.rad" >/dev/null 2>&1 || not_ok "$f: convert of the GGUF failed"
+    direct=$($R run "$G/$f.gguf" --tokens 1,2,3,4,5 -n 10 --temp 0 2>/dev/null)
+    streamed=$($R run "$WORK/$f.rad" --tokens 1,2,3,4,5 -n 10 --temp 0 --stream-experts 2>/dev/null)
+    [ -n "$direct" ] && [ "$direct" = "$streamed" ] && ok "$f: the GGUF's .rad streams its experts, same tokens" \
+        || not_ok "$f: GGUF '$direct', its .rad streamed '$streamed'"
+done
+
 finish
