@@ -17,6 +17,8 @@ counts in the array as it was), and N at or past the end appends (so a
 test can lengthen tokenizer.ggml.tokens and token_type together).  "bpe" is
 VALUE's UTF-8 bytes spelled in byte-level BPE's alphabet (GPT-2's byte to
 character table), so the token decodes to exactly those bytes.
+tensor:NAME=NEW renames tensor NAME to NEW (Python escapes too), so a test
+can plant control characters in a tensor name.
 """
 import struct
 import sys
@@ -138,17 +140,28 @@ def main():
         kvs.append([key, t, raw])
         if key == b"general.alignment":
             alignment = struct.unpack("<I", raw)[0]
-    info_start = r.at
+    tensors = []            # [name, the rest of its info] in file order
     for _ in range(n_tensors):
-        r.string()
+        name = r.string()
+        at = r.at
         n_dims = r.u32()
         r.take(8 * n_dims + 4 + 8)
-    infos = blob[info_start:r.at]
+        tensors.append([name, blob[at:r.at]])
     data_start = (r.at + alignment - 1) // alignment * alignment
     data = blob[data_start:]
     arrays = {}
     for e in edits:
         key, spec = e.split("=", 1)
+        if key.startswith("tensor:"):
+            old_name = key[len("tensor:"):].encode()
+            new_name = spec.encode("latin-1", "backslashreplace").decode("unicode_escape").encode("utf-8")
+            for t in tensors:
+                if t[0] == old_name:
+                    t[0] = new_name
+                    break
+            else:
+                raise SystemExit(f"no tensor {old_name.decode()}")
+            continue
         if key.endswith("]") and "[" in key:
             key, index = key[:-1].split("[")
             raw = None if spec == "drop" else encode(*spec.split(":", 1))
@@ -172,7 +185,8 @@ def main():
     out = bytearray(b"GGUF" + struct.pack("<IQQ", version, n_tensors, len(kvs)))
     for key, t, raw in kvs:
         out += struct.pack("<Q", len(key)) + key + struct.pack("<I", t) + raw
-    out += infos
+    for name, rest in tensors:
+        out += struct.pack("<Q", len(name)) + name + rest
     out += b"\0" * (-len(out) % alignment)
     out += data
     open(dst, "wb").write(out)

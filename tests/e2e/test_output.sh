@@ -132,6 +132,7 @@ EVIL='\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED\rCR\u009b31mC1\u009d0;C1TITLE\x07end'
 $EDIT "$TINY" "$WORK/evil.gguf" "general.name=str:name $EVIL" "tokenizer.chat_template=str:{{ bos }}$EVIL" \
     "general.license=str:lic $EVIL" "general.sampling.temp=f32:0.5"
 $EDIT "$TINY" "$WORK/evil-arch.gguf" "general.architecture=str:arch$EVIL"
+$EDIT "$TINY" "$WORK/evil-tensor.gguf" "tensor:output_norm.weight=output_norm.weight$EVIL"
 # A model whose reply holds the bytes: the two tokens the tiny model answers
 # "hello" with first (733, 300 at --temp 0) decode to them.  The merges that
 # make those tokens go too, so the vocabulary stays whole; nothing else
@@ -205,7 +206,7 @@ pane_cmd() {   # pane_cmd SHOWN ARGS: radiance ARGS in the pane, then check_pane
     if ! run_in_pane "$R $*"; then not_ok "$* did not finish under tmux"; return; fi
     check_pane "$*" "$want"
 }
-for cmd in "show $WORK/evil.gguf" "run $WORK/evil-arch.gguf hi" "sessions show $chat_id" "sessions list" \
+for cmd in "show $WORK/evil.gguf" "show $WORK/evil-tensor.gguf" "run $WORK/evil-arch.gguf hi" "sessions show $chat_id" "sessions list" \
     "sessions search prompt" "logs show $log_id" "logs list" "logs search prompt" "sessions export $chat_id --md" \
     "chat --plain --resume $chat_id $TINY </dev/null" "tokenize -m $WORK/evil.gguf --decode $evil_ids" \
     "run $WORK/evil-out.gguf hello -n 8 --temp 0" "chat --plain $WORK/evil-out.gguf -n 8 --temp 0 <$WORK/hello.txt" \
