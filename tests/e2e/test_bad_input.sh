@@ -133,6 +133,14 @@ expect_fail "GGUF chat template over 1 MiB" 4 "bad.gguf: key 'tokenizer.chat_tem
 $EDIT general.description=repeat:1100000:x
 expect_fail "GGUF metadata string over 1 MiB" 4 "bad.gguf: key 'general.description'.*RAD_LIMIT_META_STRING_BYTES" \
     $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+fresh; python3 - "$WORK/m/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["description"] = "x" * 1100000
+json.dump(c, open(sys.argv[1], "w"))
+PY
+expect_fail "config.json string over 1 MiB" 4 "config.json.*description.*RAD_LIMIT_META_STRING_BYTES" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
 fresh; python3 -c "import sys; open(sys.argv[1], 'w').write('x' * 1100000)" "$WORK/m/chat_template.jinja"
 expect_fail "chat_template.jinja over 1 MiB" 4 "chat_template.jinja: 1100000 bytes.*RAD_LIMIT_CHAT_TEMPLATE_BYTES" \
     $R convert "$WORK/m" -o "$WORK/o.rad"
