@@ -34,6 +34,7 @@
 
 typedef struct ExpertRun {
     uint64_t offset, bytes;     /* in the file: the group's run, [offset, offset + bytes) */
+    uint64_t pieces, piece_bytes; /* its slices: how many, their bytes summed */
     int slot;                   /* where it is resident, or -1 */
 } ExpertRun;
 
@@ -115,6 +116,8 @@ static int find_runs(RadExperts *x, const RadBuilder *b, const char *path)
             if (at + one > end) end = at + one;
             if (at < run->offset) run->offset = at;
             run->bytes = end - run->offset;
+            run->pieces++;
+            run->piece_bytes += one;
         }
     }
     for (int r = 0; r < x->n_runs; r++) {
@@ -124,6 +127,12 @@ static int find_runs(RadExperts *x, const RadBuilder *b, const char *path)
             return rad_error_set(RAD_E_FORMAT, "%s: expert group %d starts at byte %llu, not on a 4 KiB boundary: "
                                  "the file is damaged; convert it again", path, lo + r,
                                  (unsigned long long)run->offset);
+        /* One run holds its slices and the 64-byte gaps between them, no
+        ** more: a file that scatters an expert would make every slot huge. */
+        if (run->bytes > run->piece_bytes + 64 * run->pieces)
+            return rad_error_set(RAD_E_FORMAT, "%s: expert group %d is spread over %llu bytes for %llu bytes of "
+                                 "slices, not stored as one run: the file is damaged; convert it again", path,
+                                 lo + r, (unsigned long long)run->bytes, (unsigned long long)run->piece_bytes);
         uint64_t need = round_up(run->bytes, 4096);
         if (need > x->slot_bytes) x->slot_bytes = need;
     }
