@@ -55,6 +55,12 @@
 ** one tensor per expert hold about 100,000. */
 #define RAD_LIMIT_TENSORS (1 << 20)
 
+/* Experts in one layer's stack that `convert FILE.gguf` cuts into one record
+** each: DeepSeek-V3 and Kimi K2 have 256 and 384.  A stack with more (a
+** hostile dim 0 of millions would make millions of records) is copied
+** whole: it runs, but does not stream. */
+#define RAD_LIMIT_EXPERTS 4096
+
 /* The longest tensor name: ggml stops at 63 bytes, Hugging Face names are
 ** under 200. */
 #define RAD_LIMIT_TENSOR_NAME_BYTES 1024

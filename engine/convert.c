@@ -531,6 +531,20 @@ static int weight_enc(const RadBuilder *b, const RadWeightEntry *w, const char *
     return rad_quant_recipe_enc(recipe, &t);
 }
 
+/* Record NAME@e: slice e (`bytes` long, at `data`) of the stack `name`, in
+** movement group `group` (docs/FORMAT.md, "Experts"). */
+static int add_slice(RadContainerWriter *w, const char *name, int64_t e, int enc, int rank, const int64_t *shape,
+                     int32_t group, const void *data, uint64_t bytes)
+{
+    size_t cap = strlen(name) + 24;
+    char *slice = malloc(cap);
+    if (!slice) return RAD_E_NOMEM;
+    rad_slice_name(slice, cap, name, e);
+    int rc = rad_container_add_tensor(w, slice, enc, rank, shape, group, data, bytes);
+    free(slice);
+    return rc;
+}
+
 /* Encode and write n weights.  One weight is one record.  A run of stacks
 ** (n > 1, or one stack) is written slice by slice: record NAME@e of each,
 ** for e = 0, 1, ..., in group + e, so a reader fetches expert e of a layer
@@ -573,16 +587,8 @@ static int write_weights(RadContainerWriter *w, const RadCheckpoint *ck, const R
                 for (int k = 0; k < n && rc == RAD_OK; k++) {
                     const RadWeightDecl *d = &we[k]->d;
                     const uint64_t one = size[k] / (uint64_t)slices;
-                    size_t cap = strlen(we[k]->name) + 24;
-                    char *name = malloc(cap);
-                    if (!name) {
-                        rc = RAD_E_NOMEM;
-                        break;
-                    }
-                    rad_slice_name(name, cap, we[k]->name, e);
-                    rc = rad_container_add_tensor(w, name, enc[k], d->rank - 1, d->shape + 1, d->group + (int32_t)e,
-                                                  (const uint8_t *)bytes[k] + e * one, one);
-                    free(name);
+                    rc = add_slice(w, we[k]->name, e, enc[k], d->rank - 1, d->shape + 1, d->group + (int32_t)e,
+                                   (const uint8_t *)bytes[k] + e * one, one);
                 }
         }
         if (rc == RAD_OK)
@@ -756,7 +762,8 @@ static int cmp_container_group(const void *a, const void *b)
 ** dimension (llama.cpp's ffn_{gate,up,down}_exps and their biases). */
 static int is_expert_stack(const RadContainerTensor *t)
 {
-    return t->group >= 0 && t->rank >= 2 && t->shape[0] > 1 && strstr(t->name, "_exps.") != NULL;
+    return t->group >= 0 && t->rank >= 2 && t->shape[0] > 1 && t->shape[0] <= RAD_LIMIT_EXPERTS &&
+           strstr(t->name, "_exps.") != NULL;
 }
 
 /* The n stacks of layer `layer` written slice by slice, expert-major, as
@@ -772,14 +779,9 @@ static int write_expert_slices(RadContainerWriter *w, const RadContainerTensor *
         for (int k = 0; k < n && !rc; k++) {
             const RadContainerTensor *t = stack[k];
             const uint64_t one = t->size / (uint64_t)experts;
-            size_t cap = strlen(t->name) + 24;
-            char *name = malloc(cap);
-            if (!name) return RAD_E_NOMEM;
-            rad_slice_name(name, cap, t->name, e);
-            rc = rad_container_add_tensor(w, name, t->enc, t->rank - 1, t->shape + 1, group + (int32_t)e,
-                                          (const uint8_t *)t->data + e * one, one);
-            if (rc) rad_error_prefix(rc, "%s: tensor '%s': ", path, name);
-            free(name);
+            rc = add_slice(w, t->name, e, t->enc, t->rank - 1, t->shape + 1, group + (int32_t)e,
+                           (const uint8_t *)t->data + e * one, one);
+            if (rc) rad_error_prefix(rc, "%s: tensor '%s', expert %lld: ", path, t->name, (long long)e);
         }
     return rc;
 }
