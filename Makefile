@@ -21,7 +21,7 @@ CFLAGS  ?= $(OPT) -g
 SAN     ?=
 WARN     = -Wall -Wextra -Wno-missing-field-initializers
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Ibase -fPIC $(WARN) $(CFLAGS) $(SAN)
-LDLIBS   = -ljansson -lpcre2-8 -lutf8proc -lcurl -lsqlite3 -lcrypto -lzstd -lreadline -lncursesw -lmd4c -lpthread -ldl -lm
+LDLIBS   = -luring -ljansson -lpcre2-8 -lutf8proc -lcurl -lsqlite3 -lcrypto -lzstd -lreadline -lncursesw -lmd4c -lpthread -ldl -lm
 TESTLIBS = -lcmocka $(LDLIBS)
 TEST_INC = -Iformats -Iengine -Ikernels/ops
 

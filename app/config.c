@@ -177,7 +177,19 @@ int rad_settings_set(RadSettings *s, const char *key, const char *value, const c
     else if (!strcmp(key, "batch")) return rad_parse_int(what, value, 1, 1 << 16, &s->batch);
     else if (!strcmp(key, "threads")) return rad_parse_int(what, value, 1, 256, &s->threads);
     else if (!strcmp(key, "mem_budget")) return rad_parse_bytes(what, value, &s->mem_budget);
-    else if (!strcmp(key, "stream_experts")) return rad_parse_bool(what, value, &s->stream_experts);
+    else if (!strcmp(key, "stream_experts")) {
+        if (!strcmp(value, "auto")) {
+            s->stream_experts = RAD_STREAM_AUTO;
+            return RAD_OK;
+        }
+        int on = 0, rc = rad_parse_bool(what, value, &on);
+        if (rc) return rad_error_set(RAD_E_ARG, "%s: '%s'; choose auto, true or false", what, value);
+        s->stream_experts = on ? RAD_STREAM_ON : RAD_STREAM_OFF;
+    } else if (!strcmp(key, "io_depth")) {
+        int depth = 0, rc = rad_parse_int(what, value, 0, 256, &depth);
+        if (rc) return rc;
+        s->io_depth = depth ? depth : -1;       /* 0 asked: one pread at a time */
+    }
     else if (!strcmp(key, "expert_cache")) return rad_parse_bytes(what, value, &s->expert_cache);
     else if (!strcmp(key, "draft")) s->draft = value[0] && strcmp(value, "off") ? value : NULL;
     else if (!strcmp(key, "draft_max")) return rad_parse_int(what, value, 1, 16, &s->draft_max);
@@ -218,6 +230,7 @@ int rad_settings_option(RadSettings *s, int c, const char *arg, int *rc)
         {RAD_OPT_COLOR, "color", "--color"},
         {RAD_OPT_MEM_BUDGET, "mem_budget", "--mem-budget"},
         {RAD_OPT_EXPERT_CACHE, "expert_cache", "--expert-cache"},
+        {RAD_OPT_IO_DEPTH, "io_depth", "--io-depth"},
         {RAD_OPT_DRAFT, "draft", "--draft"},
         {RAD_OPT_DRAFT_MAX, "draft_max", "--draft-max"},
     };
@@ -234,7 +247,8 @@ int rad_settings_option(RadSettings *s, int c, const char *arg, int *rc)
     case RAD_OPT_THINK: s->conv.thinking = 1; break;
     case RAD_OPT_NO_THINK: s->conv.thinking = 0; break;
     case RAD_OPT_ALLOW_SPECIAL: s->conv.allow_special = 1; break;
-    case RAD_OPT_STREAM_EXPERTS: s->stream_experts = 1; break;
+    case RAD_OPT_STREAM_EXPERTS: s->stream_experts = RAD_STREAM_ON; break;
+    case RAD_OPT_NO_STREAM_EXPERTS: s->stream_experts = RAD_STREAM_OFF; break;
     default: return 0;
     }
     *rc = RAD_OK;

@@ -40,8 +40,10 @@ typedef struct RadSettings {
     int batch;                  /* prefill rows per step; 0 = the engine's default */
     int threads;                /* 0 = the physical cores */
     int64_t mem_budget;         /* bytes the model may keep in memory; 0 = the engine's default */
-    int stream_experts;         /* routed experts read from the file as chosen (a .rad's MoE model) */
-    int64_t expert_cache;       /* bytes of expert slots; 0 = one layer's experts */
+    int stream_experts;         /* RAD_STREAM_AUTO/ON/OFF: routed experts read from the file as chosen
+                                ** (a .rad's MoE model); auto: when the model does not fit */
+    int64_t expert_cache;       /* bytes of expert slots; 0 = what the memory budget leaves */
+    int io_depth;               /* expert reads in flight; 0 = the engine's default, -1 = pread */
     const char *draft;          /* speculative decoding: "ngram" or a draft model's spec; NULL = off */
     int draft_max;              /* most tokens guessed per step; 0 = RAD_DRAFT_MAX_DEFAULT */
     const char *kernels;        /* kernel library order; NULL = the engine's default */
@@ -107,7 +109,7 @@ enum {
     RAD_OPT_REPEAT_LAST_N, RAD_OPT_SEED, RAD_OPT_CONTEXT_POLICY, RAD_OPT_REPLY_RESERVE, RAD_OPT_KV_DTYPE,
     RAD_OPT_KERNELS, RAD_OPT_PLUGINS, RAD_OPT_COLOR, RAD_OPT_OFFLINE, RAD_OPT_THINK, RAD_OPT_NO_THINK,
     RAD_OPT_MEM_BUDGET, RAD_OPT_ALLOW_SPECIAL, RAD_OPT_DRAFT, RAD_OPT_DRAFT_MAX, RAD_OPT_STREAM_EXPERTS,
-    RAD_OPT_EXPERT_CACHE
+    RAD_OPT_EXPERT_CACHE, RAD_OPT_NO_STREAM_EXPERTS, RAD_OPT_IO_DEPTH
 };
 
 #define RAD_SETTINGS_OPTIONS                                                                                 \
@@ -127,7 +129,9 @@ enum {
         {"allow-special", no_argument, 0, RAD_OPT_ALLOW_SPECIAL}, {"draft", required_argument, 0, RAD_OPT_DRAFT}, \
         {"draft-max", required_argument, 0, RAD_OPT_DRAFT_MAX},                                              \
         {"stream-experts", no_argument, 0, RAD_OPT_STREAM_EXPERTS},                                          \
-        {"expert-cache", required_argument, 0, RAD_OPT_EXPERT_CACHE}
+        {"expert-cache", required_argument, 0, RAD_OPT_EXPERT_CACHE},                                        \
+        {"no-stream-experts", no_argument, 0, RAD_OPT_NO_STREAM_EXPERTS},                                    \
+        {"io-depth", required_argument, 0, RAD_OPT_IO_DEPTH}
 
 /* Apply option c with its argument arg (kept as a pointer, as optarg is).
 ** Returns 1, with *rc the outcome, when c is one of RAD_SETTINGS_OPTIONS;

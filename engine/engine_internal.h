@@ -154,6 +154,7 @@ typedef struct RadWeightEntry {
     RadRelayoutCopy *copies;            /* kernels' private layouts of it */
     int n_copies;
     int streamed;                       /* its slices are read into expert slots as chosen (experts.c) */
+    int in_memory;                      /* data points into the trunk read into memory (trunk.c) */
 } RadWeightEntry;
 
 typedef struct RadBufferEntry {
@@ -329,6 +330,8 @@ typedef struct RadResidency {
     int64_t kv, arena, scratch;
     int64_t resident;                   /* what the plan keeps in memory */
     char why[320];                      /* why copies were left out, when they were */
+    int64_t expert_cache;               /* bytes of expert slots when streaming, else 0 */
+    char mode[480];                     /* the one line the user is told (rad_engine_mode), or "" */
 } RadResidency;
 
 struct RadEngine;
@@ -476,16 +479,28 @@ struct RadEngine {
     RadResidency residency;             /* where the bytes live (residency.c) */
     RadRelayoutLater *copies_later;     /* copies still being made after open (relayout.c) */
     struct RadExperts *experts;         /* the expert cache when streaming, or NULL (experts.c) */
+    void *trunk;                        /* the dense part read into memory when streaming (trunk.c) */
+    size_t trunk_bytes;                 /* its mapping's length (the file's size) */
+    uint64_t trunk_read;                /* bytes read into it */
 };
 
 /* ------------------------------------------- streamed experts (experts.c) */
 
 typedef struct RadExperts RadExperts;
-/* With opt.stream_experts: the expert runs of the file and a cache of slots
-** (at least one layer's experts; opt.expert_cache_bytes for more); marks the
-** streamed weights, which get no kernel copies.  *out stays NULL for a model
-** without routed experts.  RAD_E_UNSUPPORTED for stacks stored whole (GGUF). */
+/* The expert runs of the file, for streaming them (residency.c decides
+** when): marks the streamed weights, which get no kernel copies.  *out stays
+** NULL for a model without routed experts; RAD_E_UNSUPPORTED for stacks
+** stored whole (GGUF), RAD_E_FORMAT for a damaged layout. */
 int  rad_experts_open(RadEngine *e, RadExperts **out);
+/* Streaming on: n_slots slots (at least rad_experts_min_slots, one layer's
+** experts; at most one per expert), the file opened for reads and the reads
+** set up (opt.expert_io_depth). */
+int  rad_experts_start(RadExperts *x, RadEngine *e, int64_t n_slots);
+int64_t rad_experts_slot_bytes(const RadExperts *x);
+int  rad_experts_min_slots(const RadExperts *x);
+int  rad_experts_count(const RadExperts *x);        /* experts in the file */
+int64_t rad_experts_slots(const RadExperts *x);     /* slots made by rad_experts_start */
+void rad_experts_describe(const RadExperts *x, char *out, size_t n);     /* cache, O_DIRECT, reads */
 void rad_experts_free(RadExperts *x);
 /* Before an op runs: the experts its first `rows` rows chose made resident,
 ** and its streamed stack operands pointed at them through RadTensor.slices. */
@@ -493,6 +508,42 @@ int  rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *oper
                       RadKernelArgs *a);
 void rad_experts_stats(const RadExperts *x, RadEngineStats *s);
 void rad_experts_print(const RadExperts *x, FILE *f);
+
+/* ------------------------------------------------- the trunk (trunk.c) */
+
+/* With the experts streamed: every other weight's bytes read once into
+** anonymous memory (O_DIRECT where taken) and its data pointed there. */
+int  rad_trunk_read(RadEngine *e);
+void rad_trunk_free(RadEngine *e);
+/* Give back the whole pages inside [p, p + n) of the trunk (a weight whose
+** copies replace it). */
+void rad_trunk_drop(const void *p, uint64_t n);
+
+/* ------------------------------------------- expert reads (expert_io.c) */
+
+/* Expert reads in flight by default: enough to keep a drive's queue full
+** for one op's misses (docs/RESIDENCY.md, "Streaming the experts"). */
+#define RAD_EXPERT_IO_DEPTH 8
+
+typedef struct RadExpertIo RadExpertIo;
+typedef struct RadExpertRead {
+    unsigned char *dst;                 /* inside slot `buffer` (or any buffer when -1) */
+    uint64_t offset;
+    size_t bytes;
+    int buffer;                         /* index among the buffers given to open, or -1 */
+} RadExpertRead;
+/* Reads from fd with `depth` requests in flight through io_uring (the
+** buffers registered as its fixed buffers when the kernel allows); depth 0,
+** or no io_uring, reads one pread() at a time.  Never fails for lack of
+** io_uring: rad_expert_io_kind says which was had. */
+int  rad_expert_io_open(int fd, const char *path, int depth, unsigned char *const *buffers, int n_buffers,
+                        size_t buffer_bytes, RadExpertIo **out);
+void rad_expert_io_free(RadExpertIo *io);
+/* All n reads complete, or RAD_E_IO naming the file and offset (after every
+** request in flight has come back: no read lands after the call). */
+int  rad_expert_io_read(RadExpertIo *io, const RadExpertRead *reads, int n);
+const char *rad_expert_io_kind(const RadExpertIo *io);
+int  rad_expert_io_depth(const RadExpertIo *io);    /* requests in flight at most; 0: pread */
 
 struct RadCtx {
     RadEngine *e;

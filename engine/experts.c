@@ -9,25 +9,27 @@
 ** their mapped pages are never touched; instead, just before an op reads a
 ** stack (moe_gemm), the experts its rows chose (the op's ids operand, which
 ** the router wrote earlier in the same step) are made resident: a hit costs
-** nothing, a miss is one read of the whole run into a free or the least
-** recently used slot.  The op then sees the stack through RadTensor.slices,
-** each chosen slice pointing into its slot, in the stored layout (no copy).
+** nothing; the misses get a free or the least recently used slot each and
+** are read together, one request per run, all in flight at once
+** (expert_io.c).  The op then sees the stack through RadTensor.slices, each
+** chosen slice pointing into its slot, in the stored layout (no copy).
 **
 ** Results do not depend on it: a kernel gives the same bits from a slice
 ** wherever it lives (tests/ops/test_cpu_moe.c), and test_engines.c pins a
-** streamed model against the same model held in memory, bit for bit.
+** streamed model against the same model held in memory, bit for bit, at
+** every queue depth.
 **
 ** The cache holds at least one layer's worth of experts, so that every op
 ** (a prefill may route to every expert of its layer) finds all it needs at
-** once; nothing is evicted while an op runs.  Reads are synchronous pread()s
-** with O_DIRECT where the file system takes it: the first version, meant to
-** be right; overlap with compute, io_uring and prefetch come next (issue 15).
+** once; nothing is evicted while an op runs.  Overlap with compute and
+** prefetch come next (issue 15).
 */
 #include "engine_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../formats/file_access.h"
@@ -36,6 +38,7 @@ typedef struct ExpertRun {
     uint64_t offset, bytes;     /* in the file: the group's run, [offset, offset + bytes) */
     uint64_t pieces, piece_bytes; /* its slices: how many, their bytes summed */
     int slot;                   /* where it is resident, or -1 */
+    uint64_t wanted;            /* the op counter of the last op that chose it */
 } ExpertRun;
 
 typedef struct ExpertSlot {
@@ -46,7 +49,7 @@ typedef struct ExpertSlot {
 } ExpertSlot;
 
 struct RadExperts {
-    int fd, direct;
+    int fd, direct, depth;
     size_t align;
     const char *path;
     const unsigned char *map;   /* the container's map: slice_data - map is a file offset */
@@ -55,10 +58,14 @@ struct RadExperts {
     int n_slots;
     uint64_t slot_bytes, clock;
     ExpertSlot *slots;
+    unsigned char **slot_data;  /* the slots' buffers, as registered for reads */
+    RadExpertIo *io;
+    int32_t *missed;            /* per op: the runs to read, [n_slots] */
+    RadExpertRead *reads;       /* per op: their reads, [n_slots] */
     const void **slices;        /* per op: [n_weights_streamed][max_slices] pointers */
     int64_t max_slices;
     int max_per_op;             /* stacks one op may read: w and bias */
-    int64_t loads, hits;
+    int64_t loads, hits, wait_ns;
     uint64_t bytes_read;
 };
 
@@ -72,9 +79,13 @@ static int streamable(const RadWeightEntry *w)
 void rad_experts_free(RadExperts *x)
 {
     if (!x) return;
+    rad_expert_io_free(x->io);
     if (x->fd >= 0) close(x->fd);
     for (int i = 0; i < x->n_slots; i++) free(x->slots[i].data);
     free(x->slots);
+    free(x->slot_data);
+    free(x->missed);
+    free(x->reads);
     free(x->runs);
     free(x->slices);
     free(x);
@@ -151,43 +162,67 @@ int rad_experts_open(RadEngine *e, RadExperts **out)
     x->fd = -1;
     x->path = e->opt.model_path;
     x->map = e->container->map;
+    x->max_per_op = 2;
     int rc = find_runs(x, b, x->path);
     if (rc) { rad_experts_free(x); return rc; }
-    /* At least a layer's experts (an op may need every one); more as asked. */
-    int64_t want = e->opt.expert_cache_bytes > 0 ? e->opt.expert_cache_bytes / (int64_t)x->slot_bytes : 0;
-    if (want < x->max_slices) want = x->max_slices;
-    if (want > x->n_runs) want = x->n_runs;
-    x->n_slots = (int)want;
-    x->max_per_op = 2;
-    x->slots = calloc((size_t)x->n_slots, sizeof *x->slots);
-    x->slices = calloc((size_t)(x->max_per_op * x->max_slices), sizeof *x->slices);
-    if (!x->slots || !x->slices) { rad_experts_free(x); return RAD_E_NOMEM; }
-    for (int s = 0; s < x->n_slots; s++) {
-        x->slots[s].run = -1;
-        x->slots[s].data = aligned_alloc(4096, x->slot_bytes);
-        if (!x->slots[s].data) {
-            rad_experts_free(x);
-            return rad_error_set(RAD_E_NOMEM, "%s: cannot allocate %d expert slots of %llu bytes", e->opt.model_path,
-                                 (int)want, (unsigned long long)x->slot_bytes);
-        }
-    }
-    x->fd = rad_file_open_direct(x->path, &x->direct, &x->align);
-    if (x->fd < 0) {
-        rc = x->fd;
-        x->fd = -1;
-        rad_experts_free(x);
-        return rc;
-    }
     for (int i = 0; i < b->n_weights; i++)
         if (streamable(&b->weights[i])) b->weights[i].streamed = 1;
     *out = x;
     return 0;
 }
 
-/* Run r resident in a slot no op holds now (pinned for op `tick`). */
-static int load(RadExperts *x, int32_t r, uint64_t tick)
+int64_t rad_experts_slot_bytes(const RadExperts *x) { return (int64_t)x->slot_bytes; }
+int rad_experts_min_slots(const RadExperts *x) { return (int)(x->max_slices < x->n_runs ? x->max_slices : x->n_runs); }
+int rad_experts_count(const RadExperts *x) { return x->n_runs; }
+int64_t rad_experts_slots(const RadExperts *x) { return x->n_slots; }
+
+int rad_experts_start(RadExperts *x, RadEngine *e, int64_t n_slots)
+{
+    /* At least a layer's experts (an op may need every one); never more
+    ** slots than there are experts. */
+    if (n_slots < rad_experts_min_slots(x)) n_slots = rad_experts_min_slots(x);
+    if (n_slots > x->n_runs) n_slots = x->n_runs;
+    x->n_slots = (int)n_slots;
+    x->slots = calloc((size_t)x->n_slots, sizeof *x->slots);
+    x->slot_data = calloc((size_t)x->n_slots, sizeof *x->slot_data);
+    x->missed = calloc((size_t)x->n_slots, sizeof *x->missed);
+    x->reads = calloc((size_t)x->n_slots, sizeof *x->reads);
+    x->slices = calloc((size_t)(x->max_per_op * x->max_slices), sizeof *x->slices);
+    if (!x->slots || !x->slot_data || !x->missed || !x->reads || !x->slices) return RAD_E_NOMEM;
+    for (int s = 0; s < x->n_slots; s++) {
+        x->slots[s].run = -1;
+        x->slots[s].data = x->slot_data[s] = aligned_alloc(4096, x->slot_bytes);
+        if (!x->slots[s].data)
+            return rad_error_set(RAD_E_NOMEM, "%s: cannot allocate %d expert slots of %llu bytes", x->path,
+                                 x->n_slots, (unsigned long long)x->slot_bytes);
+    }
+    x->fd = rad_file_open_direct(x->path, &x->direct, &x->align);
+    if (x->fd < 0) {
+        int rc = x->fd;
+        x->fd = -1;
+        return rc;
+    }
+    x->depth = e->opt.expert_io_depth > 0 ? e->opt.expert_io_depth
+             : e->opt.expert_io_depth < 0 ? 0 : RAD_EXPERT_IO_DEPTH;
+    if (x->depth > x->n_slots) x->depth = x->n_slots;  /* never more in flight than one op can miss */
+    return rad_expert_io_open(x->fd, x->path, x->depth, x->slot_data, x->n_slots, x->slot_bytes, &x->io);
+}
+
+void rad_experts_describe(const RadExperts *x, char *out, size_t n)
+{
+    const double bytes = (double)x->n_slots * (double)x->slot_bytes;
+    snprintf(out, n, "a cache of %d of %d experts (%.*f %s), read %s, %s", x->n_slots, x->n_runs,
+             bytes >= 1e9 ? 2 : 1, bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6, bytes >= 1e9 ? "GB" : "MB",
+             x->direct ? "with O_DIRECT" : "through the page cache", rad_expert_io_kind(x->io));
+}
+
+/* Run r chosen by op `tick`: pinned where it is, or queued to be read into
+** a free or the least recently used slot that this op does not hold. */
+static int want(RadExperts *x, int32_t r, uint64_t tick, int *n_missed)
 {
     ExpertRun *run = &x->runs[r];
+    if (run->wanted == tick) return RAD_OK;     /* a second stack of the same expert */
+    run->wanted = tick;
     if (run->slot >= 0) {
         x->hits++;
         x->slots[run->slot].used = x->slots[run->slot].pinned = tick;
@@ -196,7 +231,7 @@ static int load(RadExperts *x, int32_t r, uint64_t tick)
     int best = -1;
     for (int s = 0; s < x->n_slots; s++) {
         const ExpertSlot *slot = &x->slots[s];
-        if (slot->pinned == tick && slot->run >= 0) continue;
+        if (slot->pinned == tick) continue;
         if (slot->run < 0) { best = s; break; }
         if (best < 0 || slot->used < x->slots[best].used) best = s;
     }
@@ -204,18 +239,39 @@ static int load(RadExperts *x, int32_t r, uint64_t tick)
         return rad_error_set(RAD_E_STATE, "%s: expert cache of %d slots is full within one op", x->path, x->n_slots);
     ExpertSlot *slot = &x->slots[best];
     if (slot->run >= 0) x->runs[slot->run].slot = -1;
-    slot->run = -1;
-    /* The run rounded up to the alignment O_DIRECT needs (the padding the
-    ** container writes after the run makes it readable). */
-    size_t n = (size_t)round_up(run->bytes, x->align > 1 ? x->align : 1);
-    int rc = rad_file_pread(x->fd, slot->data, run->offset, n, x->path);
-    if (rc) return rc;
     slot->run = r;
     slot->used = slot->pinned = tick;
     run->slot = best;
-    x->loads++;
-    x->bytes_read += n;
+    /* The run rounded up to the alignment O_DIRECT needs (the padding the
+    ** container writes after the run makes it readable). */
+    const size_t n = (size_t)round_up(run->bytes, x->align > 1 ? x->align : 1);
+    x->missed[*n_missed] = r;
+    x->reads[*n_missed] = (RadExpertRead){.dst = slot->data, .offset = run->offset, .bytes = n, .buffer = best};
+    ++*n_missed;
     return RAD_OK;
+}
+
+/* The op's misses, read together.  A failed batch leaves none of its runs
+** resident: their slots hold whatever bytes arrived. */
+static int read_missed(RadExperts *x, int n_missed)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = rad_expert_io_read(x->io, x->reads, n_missed);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    x->wait_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    for (int i = 0; i < n_missed; i++) {
+        ExpertRun *run = &x->runs[x->missed[i]];
+        if (rc) {
+            x->slots[run->slot].run = -1;
+            run->slot = -1;
+            run->wanted = 0;
+            continue;
+        }
+        x->loads++;
+        x->bytes_read += x->reads[i].bytes;
+    }
+    return rc;
 }
 
 int rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *operands, int n, int64_t rows,
@@ -238,21 +294,30 @@ int rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *opera
     if (rows > ids->shape[0]) return rad_error_set(RAD_E_SHAPE, "%s: %lld rows of expert ids, %lld held", x->path,
                                                    (long long)rows, (long long)ids->shape[0]);
     const int64_t count = rows * (ids->rank > 1 ? ids->shape[1] : 1);
+    /* First every chosen run, so that all the misses go out together. */
+    int n_missed = 0;
+    for (int s = 0; s < n_streamed; s++) {
+        const RadWeightEntry *w = &b->weights[operands[streamed[s]].id];
+        for (int64_t j = 0; j < count; j++) {
+            int32_t e = id[j];
+            if (e < 0 || e >= w->d.n_slices)
+                return rad_error_set(RAD_E_RANGE, "%s: expert id %d outside 0..%lld of '%s'", x->path, e,
+                                     (long long)w->d.n_slices - 1, w->name);
+            int rc = want(x, w->d.group + e - x->group_lo, tick, &n_missed);
+            if (rc) return rc;
+        }
+    }
+    int rc = read_missed(x, n_missed);
+    if (rc) return rc;
     for (int s = 0; s < n_streamed; s++) {
         const int i = streamed[s];
         const RadWeightEntry *w = &b->weights[operands[i].id];
         const void **slices = x->slices + (size_t)s * (size_t)x->max_slices;
         memset(slices, 0, (size_t)w->d.n_slices * sizeof *slices);
         for (int64_t j = 0; j < count; j++) {
-            int32_t e = id[j];
-            if (e < 0 || e >= w->d.n_slices)
-                return rad_error_set(RAD_E_RANGE, "%s: expert id %d outside 0..%lld of '%s'", x->path, e,
-                                     (long long)w->d.n_slices - 1, w->name);
+            const int32_t e = id[j];
             if (slices[e]) continue;
-            const int32_t r = w->d.group + e - x->group_lo;
-            int rc = load(x, r, tick);
-            if (rc) return rc;
-            const ExpertRun *run = &x->runs[r];
+            const ExpertRun *run = &x->runs[w->d.group + e - x->group_lo];
             uint64_t at = (uint64_t)((const unsigned char *)w->slice_data[e] - x->map) - run->offset;
             slices[e] = x->slots[run->slot].data + at;
         }
@@ -272,12 +337,15 @@ void rad_experts_stats(const RadExperts *x, RadEngineStats *s)
     s->expert_hits = x->hits;
     s->expert_bytes_read = (int64_t)x->bytes_read;
     s->expert_slots = x->n_slots;
+    s->expert_io_depth = rad_expert_io_depth(x->io);
+    s->expert_wait_ns = x->wait_ns;
 }
 
 void rad_experts_print(const RadExperts *x, FILE *f)
 {
     if (!x) return;
-    fprintf(f, "  streamed experts: %d runs of at most %llu bytes, a cache of %d slots (%.2f MB), read %s\n",
+    fprintf(f, "  streamed experts: %d runs of at most %llu bytes, a cache of %d slots (%.2f MB), read %s, %s\n",
             x->n_runs, (unsigned long long)x->slot_bytes, x->n_slots, (double)x->n_slots * x->slot_bytes / 1e6,
-            x->direct ? "with O_DIRECT" : "through the page cache (the file system refuses O_DIRECT)");
+            x->direct ? "with O_DIRECT" : "through the page cache (the file system refuses O_DIRECT)",
+            rad_expert_io_kind(x->io));
 }

@@ -212,7 +212,6 @@ int rad_engine_open(const RadEngineOptions *opt, RadEngine **out)
                                  .max_spec = ctx->max_spec, .kv_enc = ctx->kv_enc, .positions = opt->kv_size};
     rc = rad_kv_pool_init(&e->kv, &e->b, &kv_opt);
     if (!rc) PROGRESS("weights");
-    if (!rc && opt->stream_experts) rc = rad_experts_open(e, &e->experts);   /* before the copies: none for them */
     if (!rc) rc = rad_residency_plan(e);     /* after the KV cache: the budget counts it */
     if (rc) return fail_open(e, rc);
 
@@ -243,6 +242,7 @@ void rad_engine_close(RadEngine *e)
     if (!e) return;
     rad_relayout_later_free(e->copies_later);      /* its thread writes into the weights' copies */
     rad_experts_free(e->experts);
+    rad_trunk_free(e);
     rad_kv_pool_free(&e->kv);
     rad_text_free(e->text);
     if (e->plugin) e->plugin->release(e->instance);     /* before its tables go */
@@ -267,6 +267,8 @@ int rad_engine_copies_pending(const RadEngine *e)
             n += !atomic_load(&e->b.weights[i].copies[c].ready);
     return n;
 }
+
+const char *rad_engine_mode(const RadEngine *e) { return e->residency.mode[0] ? e->residency.mode : NULL; }
 
 const RadModelMeta *rad_engine_meta(const RadEngine *e) { return &e->meta; }
 const RadText *rad_engine_text(const RadEngine *e) { return e->text; }

@@ -15,14 +15,21 @@
 **              once a weight's copies exist and no op reads it as stored,
 **              its mapped pages are given back, so a copy replaces its
 **              source instead of doubling it
-**   experts    routed experts (access CONDITIONAL) are counted apart, with
-**              their movement units (a stacked weight's slices, one per
-**              expert): the streaming planner (issue 15) decides which
-**              stay resident
+**   experts    routed experts (access CONDITIONAL) are counted apart.  When
+**              the whole model does not fit (or streaming is asked), and
+**              the file stores each expert as a record (a .rad), they are
+**              streamed (experts.c): never mapped in, read as routing picks
+**              them into a cache of slots.  The copies of the dense part
+**              are planned first, as if the cache were its least (one
+**              layer's experts); the cache then takes what the budget has
+**              left, in whole experts.  A budget that cannot hold the dense
+**              part and that least is refused, naming the least.
 **
-** When even the weights and the fixed part exceed the budget, nothing is
-** copied and the weights are read from the file as the system can page them
-** (the plan says so, with the numbers): the model runs, at the drive's speed.
+** When the weights and the fixed part exceed the budget and the experts
+** cannot be streamed (a dense model, or a GGUF's stacked experts), nothing
+** is copied and the weights are read from the file as the system can page
+** them (the plan and the mode line say so): the model runs, at the drive's
+** speed.
 */
 #include "engine_internal.h"
 
@@ -116,6 +123,47 @@ static void choose_budget(RadResidency *r, int64_t asked)
     r->budget = memory - r->floor;
 }
 
+static double gb(int64_t bytes) { return (double)bytes / 1e9; }
+
+/* A size as a person reads it: "812 KB", "3.4 MB", "17.25 GB". */
+typedef struct { char text[24]; } Size;
+static Size size_of(int64_t bytes)
+{
+    Size s;
+    if (bytes >= INT64_C(1000000000)) snprintf(s.text, sizeof s.text, "%.2f GB", bytes / 1e9);
+    else if (bytes >= 1000000) snprintf(s.text, sizeof s.text, "%.1f MB", bytes / 1e6);
+    else snprintf(s.text, sizeof s.text, "%lld KB", (long long)((bytes + 999) / 1000));
+    return s;
+}
+
+/* Whether the experts stream, and the reason told to the user: asked, or
+** the whole model does not fit.  *x stays NULL when they do not. */
+static int choose_streaming(RadEngine *e, RadExperts **x, char *why, size_t n)
+{
+    RadResidency *r = &e->residency;
+    const int asked = e->opt.stream_experts;
+    const int64_t all = r->weights_total + r->kv + r->arena + r->scratch;
+    *x = NULL;
+    if (asked == RAD_STREAM_OFF || !r->experts) return 0;
+    if (asked == RAD_STREAM_ON)
+        snprintf(why, n, "asked with --stream-experts");
+    else if (r->budget >= 0 && all > r->budget)
+        snprintf(why, n, "the model and its buffers, %s, do not fit the budget of %s from %s", size_of(all).text,
+                 size_of(r->budget).text, r->budget_from);
+    else
+        return 0;
+    int rc = rad_experts_open(e, x);
+    if (rc == RAD_E_UNSUPPORTED && asked == RAD_STREAM_AUTO) {
+        /* A GGUF's stacked experts: paged from the file, as a dense model is. */
+        rad_error_clear();
+        snprintf(r->mode, sizeof r->mode,
+                 "weights paged from the file (%s); its experts are stacked tensors, which cannot stream: "
+                 "`radiance convert %s -o MODEL.rad` makes a file whose experts do", why, e->opt.model_path);
+        return 0;
+    }
+    return rc;
+}
+
 int rad_residency_plan(RadEngine *e)
 {
     RadResidency *r = &e->residency;
@@ -134,18 +182,39 @@ int rad_residency_plan(RadEngine *e)
         r->n_expert_slices += w->d.n_slices > 0 ? w->d.n_slices : 1;
     }
 
-    RadRelayoutList list;
-    int rc = rad_relayout_list(b, &list);
+    char why_stream[200] = "";
+    RadExperts *x = NULL;
+    int rc = choose_streaming(e, &x, why_stream, sizeof why_stream);
     if (rc) return rc;
-    /* Everything the file holds is read by some step (a dense model): that
-    ** and the fixed part come first; copies fit in what is left. */
-    int64_t need = r->weights_total + r->kv + r->arena + r->scratch;
+    e->experts = x;                     /* freed with the engine, whatever fails below */
+    if (x && (rc = rad_trunk_read(e))) return rc;       /* before the copies: they read it */
+    const int64_t slot = x ? rad_experts_slot_bytes(x) : 0, least = x ? slot * rad_experts_min_slots(x) : 0;
+    const int64_t held = r->weights_total - (x ? r->experts : 0);     /* what stays mapped */
+    const int64_t fixed = r->kv + r->arena + r->scratch;
+    if (x && r->budget >= 0 && e->opt.expert_cache_bytes <= 0 && held + fixed + least > r->budget)
+        return rad_error_set(RAD_E_NOMEM,
+                             "%s: the memory budget of %s (from %s) cannot hold the model's dense part (%s), its KV "
+                             "cache and buffers (%s) and one layer's experts (%s), the least that streams: it needs "
+                             "%s (free memory, give a larger --mem-budget, or a smaller --ctx)",
+                             e->opt.model_path, size_of(r->budget).text, r->budget_from, size_of(held).text,
+                             size_of(fixed).text, size_of(least).text, size_of(held + fixed + least).text);
+
+    RadRelayoutList list;
+    rc = rad_relayout_list(b, &list);
+    if (rc) return rc;
+    /* What stays mapped, the fixed part and the least expert cache come
+    ** first; copies fit in what is left. */
+    int64_t need = held + fixed + least;
     if (r->budget >= 0 && need > r->budget) {
         snprintf(r->why, sizeof r->why,
                  "the weights (%.2f GB) and the KV cache, arena and scratch (%.2f GB) exceed the budget of %.2f GB: "
                  "weights stay mapped and are read from the file as the system pages them; no copies",
-                 r->weights_total / 1e9, (need - r->weights_total) / 1e9, r->budget / 1e9);
+                 gb(held), gb(fixed), gb(r->budget));
         for (int i = 0; i < list.n; i++) list.job[i].chosen = 0;
+        if (!r->mode[0])
+            snprintf(r->mode, sizeof r->mode, "weights paged from the file: %s of weights and %s of buffers do "
+                     "not fit the budget of %s from %s", size_of(held).text, size_of(fixed).text,
+                     size_of(r->budget).text, r->budget_from);
     } else {
         for (int i = 0; i < list.n; i++) {
             RadRelayoutJob *j = &list.job[i];
@@ -167,9 +236,23 @@ int rad_residency_plan(RadEngine *e)
     }
     if (!r->why[0] && r->n_skipped)
         snprintf(r->why, sizeof r->why, "%d of %d copies (%.2f GB) left out: the budget of %.2f GB is full",
-                 r->n_skipped, list.n, r->copies_skipped / 1e9, r->budget / 1e9);
+                 r->n_skipped, list.n, gb(r->copies_skipped), gb(r->budget));
+    if (x) {
+        /* The cache: as asked, else the rest of the budget in whole experts
+        ** (all of them when the budget is unknown or has room). */
+        int64_t slots = e->opt.expert_cache_bytes > 0 ? e->opt.expert_cache_bytes / slot
+                      : r->budget >= 0 ? (r->budget - need + least) / slot : rad_experts_count(x);
+        rc = rad_experts_start(x, e, slots);
+        if (!rc) {
+            r->expert_cache = rad_experts_slots(x) * slot;
+            need += r->expert_cache - least;
+            char how[240];
+            rad_experts_describe(x, how, sizeof how);
+            snprintf(r->mode, sizeof r->mode, "experts streamed from the file (%s): %s", why_stream, how);
+        }
+    }
     r->resident = need;
-    rc = rad_relayout_make(b, e->pool, &list, e->opt.copies, &e->copies_later);
+    if (!rc) rc = rad_relayout_make(b, e->pool, &list, e->opt.copies, &e->copies_later);
     rad_relayout_list_free(&list);
     return rc;
 }
@@ -190,10 +273,14 @@ void rad_residency_print(const RadEngine *e, FILE *f)
     else
         snprintf(note, sizeof note, "(%s)", r->budget_from);
     term(f, "budget", r->budget, note);
-    term(f, "weights in the file", r->weights_total, "(mapped read-only)");
-    if (r->experts)
-        snprintf(note, sizeof note, "(%d movement units, one per expert and projection; resident, mapped)",
-                 r->n_expert_slices);
+    snprintf(note, sizeof note, e->trunk ? "(the dense part, %llu bytes, read into memory; the rest never read)"
+                                         : "(mapped read-only)", (unsigned long long)e->trunk_read);
+    term(f, "weights in the file", r->weights_total, note);
+    if (r->experts && e->experts)
+        snprintf(note, sizeof note, "(%d slices; streamed: read as chosen into a cache of %s, never mapped in)",
+                 r->n_expert_slices, size_of(r->expert_cache).text);
+    else if (r->experts)
+        snprintf(note, sizeof note, "(%d slices; resident, mapped)", r->n_expert_slices);
     term(f, "  of them routed experts", r->experts, r->experts ? note : "");
     term(f, "  given back after copying", r->weights_released, "(no op reads them as stored)");
     snprintf(note, sizeof note, "(%d kernel layouts%s%s)", r->n_copies, r->why[0] ? "; " : "", r->why);

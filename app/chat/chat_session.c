@@ -78,7 +78,7 @@ int rad_chat_open_model(RadChat *c)
     RadEngineOptions opt = {
         .model_path = path, .plugin_dir = s->plugins, .kernels = s->kernels, .n_threads = s->threads,
         .max_ctx = s->ctx, .max_tok = s->batch, .kv_type = s->kv_dtype, .mem_budget = s->mem_budget,
-        .stream_experts = s->stream_experts, .expert_cache_bytes = s->expert_cache,
+        .stream_experts = s->stream_experts, .expert_cache_bytes = s->expert_cache, .expert_io_depth = s->io_depth,
         .max_spec = s->draft ? (s->draft_max > 0 ? s->draft_max : RAD_DRAFT_MAX_DEFAULT) : 0,
     };
     RadEngine *e = NULL, *draft = NULL;
@@ -112,6 +112,10 @@ int rad_chat_open_model(RadChat *c)
     rad_model_sampling_of(path, e, &c->recommended);
     rad_settings_apply_model(c->settings, &c->recommended);
     c->open_ms = rad_now_ms() - t0;
+    /* How the model is held: in the chat once it runs (/model), else on
+    ** stderr before the screen is taken. */
+    if (c->ui && c->ui->notice && rad_engine_mode(e) && !s->quiet) notice(c, "mode: %s", rad_engine_mode(e));
+    else rad_model_say_mode(e, s->quiet);
     return RAD_OK;
 }
 

@@ -47,6 +47,7 @@
 #include "../config.h"
 #include "../chat/draft_setup.h"
 #include "../../engine/speculate.h"
+#include "../models/model_open.h"
 #include "../models/model_store.h"
 #include "../../engine/text/rad_text.h"
 #include "../../formats/gguf_container.h"
@@ -58,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static const char usage[] =
@@ -78,8 +80,11 @@ static const char usage[] =
     "      --parallel LIST   N sequences at once, for each N of LIST (1,4,8): aggregate pp and tg\n"
     "                        t/s as llama-batched-bench measures them\n"
     "      --mem-budget SIZE memory the model may keep (e.g. 8G; default: what is available)\n"
-    "      --stream-experts  read a MoE model's routed experts from the file as chosen (.rad)\n"
-    "      --expert-cache SIZE memory for streamed experts (default: one layer's experts)\n"
+    "      --stream-experts  read a MoE model's routed experts from the file as chosen (.rad;\n"
+    "                        default: when the model does not fit the memory budget)\n"
+    "      --no-stream-experts  never stream them: page them from the file\n"
+    "      --expert-cache SIZE memory for streamed experts (default: what the budget leaves)\n"
+    "      --io-depth N      expert reads in flight at once (default 8; 0: one at a time)\n"
     "      --draft D         with --prompt-file: greedy generation plain and with speculative\n"
     "                        decoding (D: ngram, or a draft model), side by side\n"
     "      --draft-max K     most tokens guessed per step (default 8)\n"
@@ -103,6 +108,9 @@ typedef struct BenchResult {
     double mean, sd, median, min, max;
     char kernels[256];          /* "cpu:300 ref:124": ops per library at `rows` */
     char *kernel_detail;        /* JSON object: "lib:kernel" -> ops, malloc'd */
+    /* over every repetition: streamed experts (read, found resident, bytes,
+    ** time waited for reads) and the process's page faults */
+    int64_t expert_loads, expert_hits, expert_bytes, expert_wait_ns, faults, major_faults;
 } BenchResult;
 
 /* What the model is, from its container. */
@@ -341,7 +349,9 @@ static int run_test(RadEngine *e, const int32_t *ids, int n_prompt, int n_gen, f
         int seq = -1, rc = rad_engine_seq_new(e, &seq);
         if (rc) return rc;
         RadEngineStats before, after;
+        struct rusage use0, use1;
         rad_engine_stats(e, &before);
+        getrusage(RUSAGE_SELF, &use0);
         double t0 = now_ns();
         if (n_prompt > 0) {
             rc = rad_engine_eval(e, seq, ids, n_prompt, logits);
@@ -349,7 +359,14 @@ static int run_test(RadEngine *e, const int32_t *ids, int n_prompt, int n_gen, f
             for (int i = 0; i < n_gen && !rc; i++) rc = rad_engine_eval(e, seq, &ids[i], 1, logits);
         }
         double t1 = now_ns();
+        getrusage(RUSAGE_SELF, &use1);
         rad_engine_stats(e, &after);
+        r->expert_loads += after.expert_loads - before.expert_loads;
+        r->expert_hits += after.expert_hits - before.expert_hits;
+        r->expert_bytes += after.expert_bytes_read - before.expert_bytes_read;
+        r->expert_wait_ns += after.expert_wait_ns - before.expert_wait_ns;
+        r->faults += (use1.ru_minflt - use0.ru_minflt) + (use1.ru_majflt - use0.ru_majflt);
+        r->major_faults += use1.ru_majflt - use0.ru_majflt;
         rad_engine_seq_free(e, seq);
         if (rc) return rc;
         /* every repetition computes every row: one served from cached blocks
@@ -686,6 +703,18 @@ static void print_json(FILE *f, const BenchModel *m, int threads, const BenchRes
                 r->mean, r->sd, r->median, r->min, r->max);
         if (r->n_gen > 0) fprintf(f, " \"decode_gbs\": %.4f,", (double)m->decode_bytes * r->median / 1e9);
         else fprintf(f, " \"decode_gbs\": null,");
+        /* per token, over every repetition */
+        const double tokens = (double)(r->n_prompt + r->n_gen) * r->reps;
+        const int64_t chosen = r->expert_loads + r->expert_hits;
+        fprintf(f, "\n   \"per_token\": {\"page_faults\": %.2f, \"major_faults\": %.2f, \"expert_bytes_read\": %.0f, "
+                   "\"expert_reads\": %.3f, \"expert_hit_rate\": ",
+                r->faults / tokens, r->major_faults / tokens, r->expert_bytes / tokens, r->expert_loads / tokens);
+        if (chosen) fprintf(f, "%.4f", (double)r->expert_hits / (double)chosen);
+        else fprintf(f, "null");
+        double total_ns = 0;
+        for (int k = 0; k < r->reps; k++) total_ns += r->ns[k];
+        fprintf(f, ", \"io_wait_ms\": %.3f, \"other_ms\": %.3f},", r->expert_wait_ns / tokens / 1e6,
+                (total_ns - (double)r->expert_wait_ns) / tokens / 1e6);
         fprintf(f, "\n   \"samples_ns\": [");
         for (int k = 0; k < r->reps; k++) fprintf(f, "%s%.0f", k ? ", " : "", r->ns[k]);
         fprintf(f, "], \"samples_ts\": [");
@@ -699,7 +728,7 @@ static void print_json(FILE *f, const BenchModel *m, int threads, const BenchRes
 
 int rad_cmd_bench(int argc, char **argv)
 {
-    enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET, DRAFT, DRAFT_MAX, PROMPT_FILE, STREAM, CACHE };
+    enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET, DRAFT, DRAFT_MAX, PROMPT_FILE, STREAM, CACHE, NO_STREAM, IO_DEPTH };
     static const struct option options[] = {
         {"model", required_argument, 0, 'm'}, {"n-prompt", required_argument, 0, 'p'},
         {"n-gen", required_argument, 0, 'n'}, {"repetitions", required_argument, 0, 'r'},
@@ -708,6 +737,7 @@ int rad_cmd_bench(int argc, char **argv)
         {"kv-dtype", required_argument, 0, KVD}, {"plugins", required_argument, 0, PLUGINS},
         {"parallel", required_argument, 0, PARALLEL}, {"mem-budget", required_argument, 0, MEM_BUDGET},
         {"stream-experts", no_argument, 0, STREAM}, {"expert-cache", required_argument, 0, CACHE},
+        {"no-stream-experts", no_argument, 0, NO_STREAM}, {"io-depth", required_argument, 0, IO_DEPTH},
         {"draft", required_argument, 0, DRAFT}, {"draft-max", required_argument, 0, DRAFT_MAX},
         {"prompt-file", required_argument, 0, PROMPT_FILE},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
@@ -741,7 +771,12 @@ int rad_cmd_bench(int argc, char **argv)
             break;
         case PLUGINS: opt.plugin_dir = optarg; break;
         case MEM_BUDGET: rc = rad_parse_bytes("bench --mem-budget", optarg, &opt.mem_budget); break;
-        case STREAM: opt.stream_experts = 1; break;
+        case STREAM: opt.stream_experts = RAD_STREAM_ON; break;
+        case NO_STREAM: opt.stream_experts = RAD_STREAM_OFF; break;
+        case IO_DEPTH:
+            rc = parse_count("--io-depth", optarg, 0, 256, &opt.expert_io_depth);
+            if (!rc && opt.expert_io_depth == 0) opt.expert_io_depth = -1;     /* one pread at a time */
+            break;
         case CACHE: rc = rad_parse_bytes("bench --expert-cache", optarg, &opt.expert_cache_bytes); break;
         case DRAFT: draft = optarg; break;
         case DRAFT_MAX: rc = parse_count("--draft-max", optarg, 1, 16, &draft_max); break;
@@ -815,6 +850,7 @@ int rad_cmd_bench(int argc, char **argv)
     float *logits = NULL;
     memset(res, 0, sizeof res);
     if ((rc = rad_engine_open(&opt, &e))) goto done;
+    rad_model_say_mode(e, 0);
     /* Throughput is measured on the weights as they will stay: the kernels'
     ** copies that an engine makes after it opens are made first. */
     rad_engine_wait_copies(e);

@@ -97,8 +97,11 @@ static const char usage[] =
     "  -b, --batch N            rows per prefill step (default 256)\n"
     "      --kv-dtype T         KV cache encoding: f16 (default) or f32\n"
     "      --mem-budget SIZE    memory the model may keep (e.g. 8G; default: what is available)\n"
-    "      --stream-experts     read a MoE model's routed experts from the file as chosen (.rad)\n"
-    "      --expert-cache SIZE  memory for streamed experts (default: one layer's experts)\n"
+    "      --stream-experts     read a MoE model's routed experts from the file as chosen (.rad;\n"
+    "                           default: when the model does not fit the memory budget)\n"
+    "      --no-stream-experts  never stream them: page them from the file\n"
+    "      --expert-cache SIZE  memory for streamed experts (default: what the budget leaves)\n"
+    "      --io-depth N         expert reads in flight at once (default 8; 0: one at a time)\n"
     "      --draft D            speculative decoding: ngram (prompt lookup) or a draft model\n"
     "                           with the same vocabulary; the output is the same, faster\n"
     "      --draft-max K        most tokens guessed per step (default 8, 1..16)\n"
@@ -731,7 +734,8 @@ int rad_cmd_run(int argc, char **argv)
     RadEngineOptions opt = {
         .model_path = model_path, .plugin_dir = s.plugins, .kernels = s.kernels, .n_threads = s.threads,
         .max_ctx = s.ctx, .max_tok = s.batch, .kv_type = s.kv_dtype, .mem_budget = s.mem_budget,
-        .stream_experts = s.stream_experts, .expert_cache_bytes = s.expert_cache, .logits_all = dump != NULL,
+        .stream_experts = s.stream_experts, .expert_cache_bytes = s.expert_cache, .expert_io_depth = s.io_depth,
+        .logits_all = dump != NULL,
         .max_spec = s.draft ? (s.draft_max > 0 ? s.draft_max : RAD_DRAFT_MAX_DEFAULT) : 0,
         .debug_graph = debug_graph ? stderr : NULL, .debug_plan = debug_plan ? stderr : NULL,
     };
@@ -740,6 +744,7 @@ int rad_cmd_run(int argc, char **argv)
     rc = rad_engine_open(&opt, &e);
     rad_model_open_done(&loading);
     if (rc) goto done;
+    rad_model_say_mode(e, s.quiet);
     double load_ms = rad_now_ms() - t_start;
     /* From here a signal stops the reply and the answer is still written. */
     rad_interrupt_arm(&stop_reply, 2);

@@ -96,3 +96,9 @@ void rad_model_open_done(RadModelOpen *m)
     free(m->cache);
     m->cache = NULL;
 }
+
+void rad_model_say_mode(const RadEngine *e, int quiet)
+{
+    const char *mode = rad_engine_mode(e);
+    if (!quiet && mode) fprintf(stderr, "mode: %s\n", mode);
+}

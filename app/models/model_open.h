@@ -6,7 +6,8 @@
 ** The line is drawn on standard error only when it is a terminal (and TERM
 ** is not "dumb"), redrawn in place at each stage rad_engine_open reports,
 ** and erased when the open returns, so what follows starts on a clean line.
-** Piped, or with --quiet, nothing is written.
+** Piped, or with --quiet, nothing is written.  The mode line, when there is
+** one, is written piped too: it says how the model is held.
 */
 #ifndef RAD_MODEL_OPEN_H
 #define RAD_MODEL_OPEN_H
@@ -30,6 +31,11 @@ typedef struct RadModelOpen {
 ** model) without them. */
 void rad_model_open_prepare(RadModelOpen *m, RadEngineOptions *opt, const char *name, int quiet);
 void rad_model_open_done(RadModelOpen *m);
+
+/* "mode: ..." on standard error when the engine holds the model other than
+** simply in memory (its experts streamed, or paged from the file:
+** rad_engine_mode); nothing when quiet or when there is nothing to say. */
+void rad_model_say_mode(const RadEngine *e, int quiet);
 
 /* The tokenizer cache: $XDG_CACHE_HOME/radiance/tokenizers (only an
 ** absolute XDG_CACHE_HOME counts), else ~/.cache/radiance/tokenizers; its

@@ -52,13 +52,18 @@ typedef struct RadEngineOptions {
                                 ** opens, on a thread of its own, the rest before; AT_OPEN: all
                                 ** before rad_engine_open returns; ON_WAIT: the head's only when
                                 ** rad_engine_wait_copies is called (for tests) */
-    int stream_experts;         /* 1: routed experts are read from the file as routing picks them, into
-                                ** a cache of slots, never through the mapping (a .rad only;
-                                ** docs/RESIDENCY.md, "Streaming the experts") */
-    int64_t expert_cache_bytes; /* the slots' bytes; 0 or too few: one layer's experts */
+    int stream_experts;         /* RAD_STREAM_*: whether routed experts are read from the file as
+                                ** routing picks them, into a cache of slots, never through the
+                                ** mapping (a .rad only; docs/RESIDENCY.md, "Streaming the experts").
+                                ** AUTO (0): when the model does not fit the memory budget */
+    int64_t expert_cache_bytes; /* the slots' bytes; 0: what the budget leaves; too few: one layer's
+                                ** experts, the least that streams */
+    int expert_io_depth;        /* expert reads in flight at once (io_uring); 0: the default
+                                ** (RAD_EXPERT_IO_DEPTH in docs/RESIDENCY.md); -1: one pread at a time */
 } RadEngineOptions;
 
 enum { RAD_COPIES_BACKGROUND = 0, RAD_COPIES_AT_OPEN = 1, RAD_COPIES_ON_WAIT = 2 };
+enum { RAD_STREAM_AUTO = 0, RAD_STREAM_ON = 1, RAD_STREAM_OFF = -1 };
 
 /* Open and prepare a model: load the kernel libraries and the plugin for its
 ** (arch, quant) pair, declare, select kernels, plan the arena and KV pool,
@@ -72,6 +77,12 @@ void rad_engine_close(RadEngine *e);
 ** not made yet. */
 void rad_engine_wait_copies(RadEngine *e);
 int  rad_engine_copies_pending(const RadEngine *e);
+
+/* One line on how the model is held when it is not simply in memory (its
+** experts streamed, and with what cache and reads; or paged from the file
+** and why), for the app to print as "mode: ..."; NULL when there is
+** nothing to say. */
+const char *rad_engine_mode(const RadEngine *e);
 
 const RadModelMeta *rad_engine_meta(const RadEngine *e);
 
@@ -159,6 +170,9 @@ typedef struct RadEngineStats {
     int64_t steps, rows, prefix_rows;
     /* streamed experts: runs read from the file, found in a slot, bytes read, slots */
     int64_t expert_loads, expert_hits, expert_bytes_read, expert_slots;
+    /* their reads: requests in flight at most (0: one pread at a time), and
+    ** the time steps waited for them, in nanoseconds */
+    int64_t expert_io_depth, expert_wait_ns;
 } RadEngineStats;
 void rad_engine_stats(const RadEngine *e, RadEngineStats *out);
 

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <liburing.h>
 
 #include <cmocka.h>
 
@@ -412,12 +413,15 @@ static void copies_made_later_change_no_bit(void **state)
 }
 
 /* Logits of every chunk of a prompt: the model held in memory, or with its
-** experts streamed through a cache of the fewest slots (one layer's
-** experts), so that each layer evicts the one before. */
-static float *stream_run(const char *path, int stream, RadEngineStats *stats)
+** experts streamed through a cache of cache_bytes (0: what the budget
+** leaves; 1: the fewest slots, one layer's experts, so that each layer
+** evicts the one before), read with
+** `depth` requests in flight (RadEngineOptions.expert_io_depth). */
+static float *stream_run(const char *path, int stream, int depth, int64_t cache_bytes, RadEngineStats *stats)
 {
     RadEngineOptions opt = {.model_path = path, .kv_type = "f16", .max_seqs = 1, .max_tok = 16, .max_ctx = 256,
-                            .kernels = "cpu,ref", .copies = RAD_COPIES_AT_OPEN, .stream_experts = stream};
+                            .kernels = "cpu,ref", .copies = RAD_COPIES_AT_OPEN, .stream_experts = stream,
+                            .expert_io_depth = depth, .expert_cache_bytes = cache_bytes};
     RadEngine *e = NULL;
     if (rad_engine_open(&opt, &e)) fail_msg("open %s: %s", path, rad_error_message());
     int vocab = rad_engine_n_vocab(e), seq;
@@ -439,31 +443,102 @@ static float *stream_run(const char *path, int stream, RadEngineStats *stats)
 /* Pins: streamed experts change no bit, for gpt-oss (q8_0 stacks with
 ** biases), Qwen3-MoE (f32) and OLMoE (q8_0): runs are read and found
 ** resident, and at least one model reads more runs than the cache holds
-** (evictions happen). */
+** (evictions happen).  The same holds however the reads go: one pread at a
+** time, one io_uring request in flight, the default depth (each with the
+** least cache: 1 byte asked), and with the cache the budget gives (here
+** every expert: nothing is read twice); and the depth changes what is read
+** not at all (the same runs, the same bytes). */
 static void streamed_experts_change_no_bit(void **state)
 {
     (void)state;
     const char *models[][2] = {{"gpt_oss", "q8_0"}, {"qwen3moe", "f32"}, {"olmoe", "q8_0"}};
+    const struct { int depth; int64_t cache; const char *name; } ways[] = {
+        {-1, 1, "pread"}, {1, 1, "depth 1"}, {0, 1, "default depth"}, {0, 0, "cache from the budget"}};
     int evicted = 0;
+    struct io_uring ring;
+    const int uring_allowed = io_uring_queue_init(1, &ring, 0) == 0;
+    if (uring_allowed) io_uring_queue_exit(&ring);
+    else print_message("io_uring is refused here: every depth reads with pread\n");
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         const char *path = model_as(models[m][0], models[m][1]);
-        RadEngineStats held, streamed;
-        float *a = stream_run(path, 0, &held), *b = stream_run(path, 1, &streamed);
         RadEngine *probe = open_engine(path, "f16", 1, 16);
         int vocab = rad_engine_n_vocab(probe);
         rad_engine_close(probe);
-        if (memcmp(a, b, (size_t)6 * vocab * sizeof(float)))
-            fail_msg("%s %s: streamed experts change the logits", models[m][0], models[m][1]);
-        print_message("%-8s streamed: %lld runs read (%lld bytes), %lld found resident, %lld slots\n",
-                      models[m][0], (long long)streamed.expert_loads, (long long)streamed.expert_bytes_read,
-                      (long long)streamed.expert_hits, (long long)streamed.expert_slots);
+        RadEngineStats held, first;
+        float *a = stream_run(path, 0, 0, 0, &held);
         assert_int_equal(held.expert_loads, 0);
-        assert_true(streamed.expert_loads > 0 && streamed.expert_hits > 0);
-        evicted += streamed.expert_loads > streamed.expert_slots;
+        for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+            RadEngineStats streamed;
+            float *b = stream_run(path, 1, ways[w].depth, ways[w].cache, &streamed);
+            if (memcmp(a, b, (size_t)6 * vocab * sizeof(float)))
+                fail_msg("%s %s, %s: streamed experts change the logits", models[m][0], models[m][1], ways[w].name);
+            print_message("%-8s streamed, %-19s %lld runs read (%lld bytes), %lld found resident, %lld slots\n",
+                          models[m][0], ways[w].name, (long long)streamed.expert_loads,
+                          (long long)streamed.expert_bytes_read, (long long)streamed.expert_hits,
+                          (long long)streamed.expert_slots);
+            assert_true(streamed.expert_loads > 0 && streamed.expert_hits > 0);
+            /* io_uring is used where the kernel gives it, not quietly skipped */
+            if (ways[w].depth < 0 || !uring_allowed)
+                assert_int_equal(streamed.expert_io_depth, 0);
+            else
+                assert_true(streamed.expert_io_depth > 0 &&
+                            streamed.expert_io_depth <= (ways[w].depth ? ways[w].depth : 8));
+            if (w == 0) {
+                first = streamed;
+                evicted += streamed.expert_loads > streamed.expert_slots;
+            } else if (ways[w].cache == 1) {
+                assert_int_equal(streamed.expert_loads, first.expert_loads);
+                assert_int_equal(streamed.expert_bytes_read, first.expert_bytes_read);
+            } else {
+                assert_true(streamed.expert_loads <= streamed.expert_slots);   /* nothing read twice */
+            }
+            free(b);
+        }
         free(a);
-        free(b);
     }
     assert_true(evicted > 0);       /* some model read more runs than the cache holds */
+}
+
+/* Pins: a model file shortened under a running model whose experts stream
+** fails the next expert read with RAD_E_IO naming the file and the offset,
+** instead of computing from bytes that never arrived or dying of SIGBUS
+** (the dense part was read into memory at open, so nothing else touches
+** the file).  The engine still closes cleanly. */
+static void shortened_file_fails_the_read(void **state)
+{
+    (void)state;
+    const char *src = model_as("gpt_oss", "q8_0");
+    char path[4400];
+    snprintf(path, sizeof path, "%s/shortened.rad", workdir);
+    FILE *in = fopen(src, "rb"), *out = fopen(path, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    RadEngineOptions opt = {.model_path = path, .kv_type = "f16", .max_seqs = 1, .max_tok = 16, .max_ctx = 256,
+                            .kernels = "cpu,ref", .copies = RAD_COPIES_AT_OPEN, .stream_experts = RAD_STREAM_ON,
+                            .expert_cache_bytes = 1};
+    RadEngine *e = NULL;
+    if (rad_engine_open(&opt, &e)) fail_msg("open %s: %s", path, rad_error_message());
+    int vocab = rad_engine_n_vocab(e), seq;
+    float *logits = malloc((size_t)vocab * sizeof *logits);
+    int32_t tokens[CHUNK];
+    prompt(tokens, CHUNK, 5, vocab);
+    assert_int_equal(rad_engine_seq_new(e, &seq), 0);
+    assert_int_equal(rad_engine_eval(e, seq, tokens, CHUNK / 2, logits), 0);
+    assert_int_equal(truncate(path, 4096), 0);      /* the preamble alone is left */
+    int rc = rad_engine_eval(e, seq, tokens + CHUNK / 2, CHUNK / 2, logits);
+    const char *msg = rad_error_message();
+    print_message("after the file was shortened: %s\n", msg);
+    assert_int_equal(rc, RAD_E_IO);
+    assert_non_null(strstr(msg, path));
+    assert_non_null(strstr(msg, "at offset"));
+    rad_engine_close(e);
+    free(logits);
+    unlink(path);
 }
 
 int main(void)
@@ -475,6 +550,7 @@ int main(void)
         cmocka_unit_test(batched_sequences_equal_solo),
         cmocka_unit_test(copies_made_later_change_no_bit),
         cmocka_unit_test(streamed_experts_change_no_bit),
+        cmocka_unit_test(shortened_file_fails_the_read),
     };
     return cmocka_run_group_tests_name("engines", tests, setup, teardown);
 }
