@@ -154,7 +154,6 @@ typedef struct RadWeightEntry {
     RadRelayoutCopy *copies;            /* kernels' private layouts of it */
     int n_copies;
     int streamed;                       /* its slices are read into expert slots as chosen (experts.c) */
-    int in_memory;                      /* data points into the trunk read into memory (trunk.c) */
 } RadWeightEntry;
 
 typedef struct RadBufferEntry {
@@ -515,9 +514,6 @@ void rad_experts_print(const RadExperts *x, FILE *f);
 ** anonymous memory (O_DIRECT where taken) and its data pointed there. */
 int  rad_trunk_read(RadEngine *e);
 void rad_trunk_free(RadEngine *e);
-/* Give back the whole pages inside [p, p + n) of the trunk (a weight whose
-** copies replace it). */
-void rad_trunk_drop(const void *p, uint64_t n);
 
 /* ------------------------------------------- expert reads (expert_io.c) */
 

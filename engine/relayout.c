@@ -57,13 +57,12 @@ void rad_weight_tensor(const RadWeightEntry *w, RadTensor *t)
 /* Give the mapped pages of w's stored bytes back (its copies replace them). */
 static void drop_stored(const RadWeightEntry *w, uint64_t bytes)
 {
-    void (*drop)(const void *, uint64_t) = w->in_memory ? rad_trunk_drop : rad_file_drop;
     if (!w->slice_data) {
-        drop(w->data, bytes);
+        rad_file_drop(w->data, bytes);
         return;
     }
     const uint64_t one = bytes / (uint64_t)w->d.n_slices;
-    for (int64_t e = 0; e < w->d.n_slices; e++) drop(w->slice_data[e], one);
+    for (int64_t e = 0; e < w->d.n_slices; e++) rad_file_drop(w->slice_data[e], one);
 }
 
 /* The copy of w that `row` made at load, or NULL. */

@@ -202,6 +202,10 @@ int rad_residency_plan(RadEngine *e)
     RadRelayoutList list;
     rc = rad_relayout_list(b, &list);
     if (rc) return rc;
+    /* The trunk in private memory gives nothing back after its copies
+    ** (trunk.c says why): a copy costs its whole size. */
+    if (x)
+        for (int i = 0; i < list.n; i++) list.job[i].releases = 0;
     /* What stays mapped, the fixed part and the least expert cache come
     ** first; copies fit in what is left. */
     int64_t need = held + fixed + least;

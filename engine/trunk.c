@@ -19,6 +19,12 @@
 ** trunk's pages are ever written, so the experts' stretches of it cost
 ** nothing.  Files other than a .rad never get here: their experts do not
 ** stream (residency.c).
+**
+** A weight whose kernel copies replace it keeps its bytes here all the
+** same (residency.c plans no release): a copy made in the background is
+** switched to while a step may still be reading the stored bytes, which is
+** harmless for a file's pages (dropped, they are read again) but would be
+** zeros for private memory given back.
 */
 #include "engine_internal.h"
 
@@ -145,14 +151,6 @@ int rad_trunk_read(RadEngine *e)
                 w->slice_data[s] = base + ((const unsigned char *)w->slice_data[s] - map);
         else if (w->data)
             w->data = base + ((const unsigned char *)w->data - map);
-        w->in_memory = 1;
     }
     return RAD_OK;
-}
-
-void rad_trunk_drop(const void *p, uint64_t n)
-{
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t first = ((uintptr_t)p + page - 1) / page * page, end = ((uintptr_t)p + n) / page * page;
-    if (end > first) (void)madvise((void *)first, end - first, MADV_DONTNEED);
 }
