@@ -27,15 +27,20 @@ done
 
 # Auto: a budget the whole model does not fit (but its dense part and one
 # layer's experts do: gpt-oss's plan needs 849,568 bytes held, 802,464
-# streamed with the least cache) streams the experts by itself, says so once,
-# and gives the cache what the budget leaves.
+# streamed with the least cache and no copies) streams the experts by
+# itself and says so once; with room to spare the cache takes what the
+# budget leaves after the trunk's copies.
 m="$WORK/gpt_oss.rad"
 held=$($R run "$m" --tokens 1,2,3,4,5,6,7,8 -n 12 --temp 0 2>/dev/null)
 auto=$($R run "$m" --tokens 1,2,3,4,5,6,7,8 -n 12 --temp 0 --mem-budget 820000 2>"$WORK/auto.err")
 [ "$auto" = "$held" ] && [ "$(grep -c '^mode: ' "$WORK/auto.err")" = 1 ] \
-    && grep -q "^mode: experts streamed from the file (the model and its buffers, .* do not fit the budget of .* from --mem-budget): a cache of 10 of 16 experts" "$WORK/auto.err" \
-    && ok "a model over its budget streams its experts by itself: one mode: line, the cache from the budget, the held model's tokens" \
+    && grep -q "^mode: experts streamed from the file (the model and its buffers, .* do not fit the budget of .* from --mem-budget): a cache of 8 of 16 experts" "$WORK/auto.err" \
+    && ok "a model over its budget streams its experts by itself: one mode: line, the held model's tokens" \
     || not_ok "auto: held '$held', got '$auto', stderr: $(cat "$WORK/auto.err")"
+roomy=$($R run "$m" --tokens 1,2,3,4,5,6,7,8 -n 12 --temp 0 --stream-experts --mem-budget 950000 2>"$WORK/roomy.err")
+[ "$roomy" = "$held" ] && grep -q "^mode: experts streamed from the file (asked with --stream-experts): a cache of 15 of 16 experts" "$WORK/roomy.err" \
+    && ok "the cache takes what the budget leaves (15 of 16 experts under 950,000 bytes)" \
+    || not_ok "cache from the budget: '$roomy', $(cat "$WORK/roomy.err")"
 off=$($R run "$m" --tokens 1,2,3,4,5,6,7,8 -n 12 --temp 0 --mem-budget 820000 --no-stream-experts 2>"$WORK/off.err")
 [ "$off" = "$held" ] && grep -q "^mode: weights paged from the file" "$WORK/off.err" \
     && ok "--no-stream-experts: paged from the file instead, and the mode line says so" \
