@@ -98,11 +98,13 @@ static int meta_from_config(const RadMetaTable *cfg, RadMetaTable *out, const ch
         rc = rad_meta_table_set_int(out, canon[i].key, canon[i].v);
     /* Routed experts: the count, how many a token uses and their size,
     ** whichever spelling the family's config uses (Mixtral's
-    ** num_local_experts; Qwen-MoE's moe_intermediate_size, else the
-    ** experts are intermediate_size wide).  No experts: the keys stay
-    ** absent and the model is dense. */
+    ** num_local_experts; GLM-4.5's and DeepSeek's n_routed_experts;
+    ** moe_intermediate_size where the family has it, else the experts are
+    ** intermediate_size wide).  No experts: the keys stay absent and the
+    ** model is dense. */
     const RadMetaKV *n_expert = config_key(cfg, "num_experts");
     if (!n_expert) n_expert = config_key(cfg, "num_local_experts");
+    if (!n_expert) n_expert = config_key(cfg, "n_routed_experts");
     if (!rc && n_expert && n_expert->type == RAD_META_INT && n_expert->i > 0) {
         int64_t used, ff_expert;
         if (n_expert->i > (1 << 20))
@@ -367,11 +369,29 @@ static char *name_pattern(const char *name)
     return p;
 }
 
+/* Whether `name` belongs to one of the MTP (multi-token prediction,
+** "nextn") layers that config.json's num_nextn_predict_layers puts after
+** its num_hidden_layers (GLM-4.5, DeepSeek-V3: model.layers.L.* for L in
+** [n_layers, n_layers + n_mtp)).  They are not part of the main forward. */
+static int mtp_tensor(const char *name, int n_layers, int64_t n_mtp)
+{
+    static const char prefix[] = "model.layers.";
+    if (n_mtp <= 0 || strncmp(name, prefix, sizeof prefix - 1) != 0) return 0;
+    const char *p = name + sizeof prefix - 1;
+    if (!isdigit((unsigned char)*p)) return 0;
+    char *end;
+    long long l = strtoll(p, &end, 10);
+    return *end == '.' && l >= n_layers && l - n_layers < n_mtp;
+}
+
 /* Tensors the checkpoint holds for layers (or experts) the config does not
 ** count: a checkpoint tensor that no weight reads although the same tensor
 ** of another layer is read.  Without this a config.json with fewer layers
-** than the checkpoint converts into a smaller model, silently. */
-static int dropped_tensors(const RadCheckpoint *ck, const RadBuilder *b, Problems *pr, const char *config_path)
+** than the checkpoint converts into a smaller model, silently.  The MTP
+** layers the config names (mtp_tensor) are not counted: no plugin reads
+** them yet (issue 16), and the config says they are there. */
+static int dropped_tensors(const RadCheckpoint *ck, const RadBuilder *b, Problems *pr, const char *config_path,
+                           int n_layers, int64_t n_mtp)
 {
     int n = rad_checkpoint_tensor_count(ck);
     NameSet used = {0}, patterns = {0};
@@ -389,7 +409,7 @@ static int dropped_tensors(const RadCheckpoint *ck, const RadBuilder *b, Problem
     const char *first = NULL;
     for (int i = 0; !rc && i < n; i++) {
         const char *name = rad_checkpoint_tensor_at(ck, i)->name;
-        if (*set_find(&used, name)) continue;
+        if (*set_find(&used, name) || mtp_tensor(name, n_layers, n_mtp)) continue;
         char *pattern = name_pattern(name);
         if (!pattern) { rc = RAD_E_NOMEM; break; }
         if (*set_find(&patterns, pattern)) {
@@ -706,7 +726,10 @@ int rad_convert_hf_named(const char *dir, const char *out_path, const char *quan
         if (rc) goto done;
         i += run;
     }
-    rc = dropped_tensors(ck, &b, &pr, config_path);
+    int64_t n_mtp = 0;
+    const RadMetaKV *mtp = config_key(cfg, "num_nextn_predict_layers");
+    if (mtp && mtp->type == RAD_META_INT && mtp->i > 0 && mtp->i <= RAD_LIMIT_META_INT) n_mtp = mtp->i;
+    rc = dropped_tensors(ck, &b, &pr, config_path, meta.n_layers, n_mtp);
     if (rc) goto done;
     for (int i = 0; i < b.n_weights; i++) {
         const RadWeightEntry *we = &b.weights[i];

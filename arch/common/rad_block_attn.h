@@ -89,6 +89,8 @@ typedef struct RadAttnConfig {
     const char *hf_prefix;      /* "model.layers.3.self_attn" */
     int max_tok;
     int sinks;                  /* gpt-oss: per-head sink logits (<prefix>.sinks, f32 [n_head]) */
+    int qk_norm_optional;       /* with qk_norm: the norms run when the file has them (a GLM-4.5
+                                ** GGUF says so only by its tensors, as llama.cpp reads it) */
 } RadAttnConfig;
 
 /* The buffers the block reads and writes; declared once by the plugin. */
@@ -196,17 +198,19 @@ static inline void rad_attn_declare(RadAttn *a, RadBuilder *b, const RadAttnConf
     if (c->qk_norm) {
         a->q_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.attn_q_norm.weight", l),
                                       rad_fmt(hf, "%s.q_norm.weight", c->hf_prefix), RAD_ENC_F32, 1,
-                                      c->qk_norm_whole ? q_width : c->head_dim, 0, acc, l, 0);
+                                      c->qk_norm_whole ? q_width : c->head_dim, 0, acc, l, c->qk_norm_optional);
         a->k_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.attn_k_norm.weight", l),
                                       rad_fmt(hf, "%s.k_norm.weight", c->hf_prefix), RAD_ENC_F32, 1,
-                                      c->qk_norm_whole ? kv_width : c->head_dim, 0, acc, l, 0);
+                                      c->qk_norm_whole ? kv_width : c->head_dim, 0, acc, l, c->qk_norm_optional);
+        if (c->qk_norm_optional && !(rad_weight_present(b, a->q_norm) && rad_weight_present(b, a->k_norm)))
+            a->cfg.qk_norm = 0;     /* the file has none: step issues no norm */
     }
 
     a->op_q = rad_attn_gemm(b, c, a->wq, a->bq, q_width, c->n_embd, io->h, io->q);
     a->op_k = rad_attn_gemm(b, c, a->wk, a->bk, kv_width, c->n_embd, io->h, io->k);
     a->op_v = rad_attn_gemm(b, c, a->wv, a->bv, kv_width, c->n_embd, io->h, io->v);
     a->op_q_norm = a->op_k_norm = -1;
-    if (c->qk_norm) {
+    if (a->cfg.qk_norm) {
         a->op_q_norm = rad_attn_qk_norm(b, c, c->n_head, a->q_norm, io->q);
         a->op_k_norm = rad_attn_qk_norm(b, c, c->n_head_kv, a->k_norm, io->k);
     }

@@ -20,12 +20,19 @@
 ** which are the names declared here.  The router stays f32 whatever the
 ** plugin's format: it is small, and a quantized router would move choices.
 **
-** A shared expert (Qwen2-MoE) runs beside the routed ones on every token:
+** GLM-4.5 routes by sigmoid scores instead (router_topk mode 2): a
+** per-expert correction bias (e_score_correction_bias, GGUF's
+** blk.N.exp_probs_b.bias) joins the scores for the choice only, the choice
+** may be limited to the best topk_group of n_group expert groups, and the
+** chosen sigmoids are renormalised and scaled by the routed scaling factor.
+**
+** A shared expert (Qwen2-MoE, GLM-4.5) runs beside the routed ones on every token:
 **     s       = shared_expert(h)                       a SwiGLU MLP of its own size
 **     out[t] += sigmoid(h[t] @ W_shared_gate.T) * s[t]  W_shared_gate (1, n_embd)
 ** As ops: the dense MLP's chain (rad_block_mlp.h, names "ffn_*_shexp" as
 ** GGUF spells them), gemm_nt for the gate's one logit a row, sigmoid_gate,
-** and add into the routed output.  The gate stays f32 like the router: it
+** and add into the routed output (GLM-4.5's shared experts have no gate:
+** their output is added as it is).  The gate stays f32 like the router: it
 ** scales a whole row.
 */
 #ifndef RAD_BLOCK_MOE_H
@@ -59,6 +66,8 @@ typedef struct RadMoeConfig {
     int shared_gated;           /* its output scaled by sigmoid of a (1, n_embd) gate (Qwen2-MoE) */
     const char *hf_shared;      /* its checkpoint name under hf_prefix: "shared_expert" */
     int max_tok;
+    int score_bias;             /* a (n_expert) f32 correction bias joins the choice scores (GLM-4.5) */
+    int n_group, topk_group;    /* group-limited choice: the best topk_group of n_group groups; 0: none */
 } RadMoeConfig;
 
 /* The buffers the block reads and writes, shared by every MoE layer. */
@@ -84,6 +93,7 @@ typedef struct RadMoe {
     RadMlp shared;              /* (n_ff_shared, n_embd) gate/up, (n_embd, n_ff_shared) down */
     rad_weight w_shared_gate;   /* (1, n_embd) f32, or -1 when ungated */
     rad_op op_shared_logit, op_shared_scale, op_shared_add;
+    rad_weight score_bias;      /* (n_expert) f32 correction bias, or -1 */
 } RadMoe;
 
 /* Declare the MoE buffers for max_tok rows (T), given the h and out the
@@ -166,7 +176,7 @@ static inline void rad_moe_declare(RadMoe *m, RadBuilder *b, const RadMoeConfig 
         /* one message for every layer (the builder counts repeats) */
         rad_decl_fail(b, "num_experts_per_tok = %d with %d experts of size %d: it must be 1..%d", c->k, c->n_expert,
                       c->n_ff, c->n_expert);
-        m->router = m->w_gate = m->w_up = m->w_down = m->w_shared_gate = -1;
+        m->router = m->w_gate = m->w_up = m->w_down = m->w_shared_gate = m->score_bias = -1;
         m->has_shared = 0;
         return;
     }
@@ -184,12 +194,19 @@ static inline void rad_moe_declare(RadMoe *m, RadBuilder *b, const RadMoeConfig 
                           RAD_WEIGHTS(m->router));
     rad_op_reads(b, m->op_router, RAD_BUFS(io->h));
     rad_op_writes(b, m->op_router, RAD_BUFS(io->logits));
-    m->op_route = RAD_OP(b, "router_topk",
-                         RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("n_expert", c->n_expert), RAD_INT("k", c->k),
-                                    RAD_INT("mode", c->mode), RAD_INT("renorm", c->renorm),
-                                    RAD_FLOAT("scale", c->scale > 0 ? c->scale : 1.0), RAD_INT("n_group", 0),
-                                    RAD_INT("topk_group", 0)),
-                         RAD_NO_WEIGHTS);
+    m->score_bias = -1;
+    if (c->score_bias)
+        m->score_bias = rad_weight_mapped(b, rad_fmt(name, "blk.%d.exp_probs_b.bias", l),
+                                          rad_fmt(hf, "%s.gate.e_score_correction_bias", c->hf_prefix),
+                                          c->weight_enc < 0 ? c->weight_enc : RAD_ENC_F32, 1, c->n_expert, 0,
+                                          RAD_ACCESS_PER_TOKEN, l, 0);
+    const rad_weight route_bias[1] = {m->score_bias};
+    m->op_route = rad_decl_op(b, "router_topk",
+                              RAD_PARAMS(RAD_RANGE("M", 1, c->max_tok), RAD_INT("n_expert", c->n_expert),
+                                         RAD_INT("k", c->k), RAD_INT("mode", c->mode), RAD_INT("renorm", c->renorm),
+                                         RAD_FLOAT("scale", c->scale > 0 ? c->scale : 1.0),
+                                         RAD_INT("n_group", c->n_group), RAD_INT("topk_group", c->topk_group)),
+                              route_bias, c->score_bias ? 1 : 0);
     rad_op_reads(b, m->op_route, RAD_BUFS(io->logits));
     rad_op_writes(b, m->op_route, RAD_BUFS(io->ids, io->weights));
     m->op_gate = rad_moe_gemm_op(b, c, m->w_gate, c->n_ff, c->n_embd, RAD_MOE_X_PER_ROW, io->h, io->ids, io->gate);
@@ -244,7 +261,8 @@ static inline void rad_moe_step(const RadMoe *m, RadCtx *c, const RadBatch *batc
 {
     const int64_t n = batch->n_tok;
     RAD_ISSUE(c, m->op_router, n, RAD_B(io->h), RAD_W(m->router), RAD_NONE, RAD_B(io->logits));
-    RAD_ISSUE(c, m->op_route, n, RAD_B(io->logits), RAD_NONE, RAD_B(io->ids), RAD_B(io->weights));
+    RAD_ISSUE(c, m->op_route, n, RAD_B(io->logits), m->score_bias >= 0 ? RAD_W(m->score_bias) : RAD_NONE,
+              RAD_B(io->ids), RAD_B(io->weights));
     RAD_ISSUE(c, m->op_gate, n, RAD_B(io->h), RAD_B(io->ids), RAD_W(m->w_gate), RAD_NONE, RAD_B(io->gate));
     RAD_ISSUE(c, m->op_up, n, RAD_B(io->h), RAD_B(io->ids), RAD_W(m->w_up), RAD_NONE, RAD_B(io->up));
     RAD_ISSUE(c, m->op_act, n * m->cfg.k, RAD_B(io->gate), RAD_B(io->up), RAD_B(io->act));

@@ -1,18 +1,24 @@
 /*
 ** llama.c: the llama family plugin — Llama 2/3/3.1/3.2, SmolLM2, TinyLlama,
 ** Mistral, Qwen2 and Qwen3, and their mixture-of-experts lines Mixtral,
-** Qwen2-MoE, Qwen3-MoE and OLMoE — one decoder shape with small variations:
+** Qwen2-MoE, Qwen3-MoE, OLMoE and GLM-4.5 — one decoder shape with small
+** variations:
 **
 **   x = embed(tokens)
 **   for each layer:
 **       x = x + attn(rmsnorm(x))      q/k/v biases when the checkpoint has them
-**                                      (Qwen2, Qwen2-MoE), per-head q/k norms (Qwen3,
-**                                      Qwen3-MoE), q/k norms over the whole
-**                                      projection and clip_qkv (OLMoE)
+**                                      (Qwen2, Qwen2-MoE, GLM-4.5), per-head q/k
+**                                      norms (Qwen3, Qwen3-MoE, GLM-4.5 with
+**                                      use_qk_norm), q/k norms over the whole
+**                                      projection and clip_qkv (OLMoE); RoPE on
+**                                      the first half of each head only (GLM-4.5's
+**                                      partial_rotary_factor)
 **       x = x + mlp(rmsnorm(x))       SwiGLU, or routed experts of SwiGLUs
 **                                      (rad_block_moe.h) on the sparse layers,
 **                                      plus Qwen2-MoE's sigmoid-gated shared
-**                                      expert
+**                                      expert or GLM-4.5's ungated one; GLM-4.5
+**                                      routes by sigmoid scores with a correction
+**                                      bias, in groups
 **   logits = lm_head(rmsnorm(x))      lm_head tied to the embedding or not
 **
 ** One source builds one plugin per weight format (the build passes RAD_QUANT
@@ -57,7 +63,8 @@ typedef struct Model {
 
 static const char *const hf_names[] = {
     "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-    "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM", "OlmoeForCausalLM", NULL,
+    "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM", "OlmoeForCausalLM",
+    "Glm4MoeForCausalLM", NULL,
 };
 
 const char *const *rad_arch_hf_names(void) { return hf_names; }
@@ -68,7 +75,9 @@ const char *const *rad_arch_hf_names(void) { return hf_names; }
 ** with an expert count.  GGUF has no key for norm_topk_prob: llama.cpp
 ** renormalises Qwen3-MoE's chosen weights and not OLMoE's or Qwen2-MoE's,
 ** so the families say so.  (A Qwen3-MoE checkpoint with norm_topk_prob off
-** reaches GGUF renormalised; llama.cpp runs it so too.) */
+** reaches GGUF renormalised; llama.cpp runs it so too.)  A glm4moe file
+** writes its routing in keys of its own (glm4moe.expert_*), read by
+** glm_gguf_key below. */
 static const RadMetaKV adjacent_pairs[] = {
     {.key = "model.rope_mode", .type = RAD_META_INT, .i = 1, .f = 1},     /* rope mode 1: adjacent pairs */
 };
@@ -87,6 +96,7 @@ static const RadGgufFamily gguf_families[] = {
     {RAD_SIZED(RadGgufFamily), "qwen3moe", "Qwen3MoeForCausalLM", 1, qwen3moe_implied},
     {RAD_SIZED(RadGgufFamily), "qwen2moe", "Qwen2MoeForCausalLM", 1, no_renorm_implied},
     {RAD_SIZED(RadGgufFamily), "olmoe", "OlmoeForCausalLM", 1, no_renorm_implied},
+    {RAD_SIZED(RadGgufFamily), "glm4moe", "Glm4MoeForCausalLM", 0, NULL},
     {0},
 };
 
@@ -153,6 +163,41 @@ static int rope_config(RadBuilder *b, const RadModelMeta *meta, RadRopeConfig *r
                          type);
 }
 
+/* ---------------------------------------------------------- GLM-4.5 */
+
+static int is_glm(const char *hf) { return strcmp(hf, "Glm4MoeForCausalLM") == 0; }
+
+/* A GLM-4.5 setting, from config.json's key or, in a GGUF, from
+** llama.cpp's glm4moe.<gguf_key> (copied verbatim as gguf.glm4moe.*). */
+static double glm_key(const RadModelMeta *meta, const char *hf_key, const char *gguf_key, double dflt)
+{
+    char key[96];
+    snprintf(key, sizeof key, "gguf.glm4moe.%s", gguf_key);
+    if (rad_meta_has(meta, "arch.gguf")) return rad_meta_getf(meta, key, dflt);
+    return rad_meta_getf(meta, hf_key, dflt);
+}
+
+/* The decoder layers of the main forward.  GLM-4.5's checkpoints carry
+** num_nextn_predict_layers MTP (multi-token prediction) layers after them,
+** model.layers.L.* with eh_proj, enorm, hnorm and shared_head: config.json
+** does not count them in num_hidden_layers, a GGUF's block_count does
+** (llama.cpp's converter adds glm4moe.nextn_predict_layers).  They are not
+** declared, so their tensors are left in the file unread (speculative
+** decoding with them is issue 16). */
+static int main_layers(const RadModelMeta *meta, const char *hf, int *n_mtp)
+{
+    *n_mtp = 0;
+    if (!is_glm(hf)) return meta->n_layers;
+    if (rad_meta_has(meta, "arch.gguf")) {
+        int64_t n = rad_meta_geti(meta, "gguf.glm4moe.nextn_predict_layers", 0);
+        *n_mtp = n > 0 && n < meta->n_layers ? (int)n : 0;
+        return meta->n_layers - *n_mtp;
+    }
+    int64_t n = rad_meta_geti(meta, "num_nextn_predict_layers", 0);
+    *n_mtp = n > 0 && n <= INT32_MAX ? (int)n : 0;
+    return meta->n_layers;
+}
+
 /* Whether layer l attends through a sliding window (given one is set):
 ** layer_types when the config lists them (transformers 5); else Mistral on
 ** every layer, and Qwen2/Qwen3 on the layers from max_window_layers on, as
@@ -194,6 +239,8 @@ static int config_window(const RadModelMeta *meta, const char *hf)
 static int layer_is_sparse(const RadModelMeta *meta, const char *hf, int l)
 {
     if (meta->n_expert <= 0) return 0;
+    if (is_glm(hf))             /* GLM-4.5: the first first_k_dense_replace layers are dense */
+        return l >= glm_key(meta, "first_k_dense_replace", "leading_dense_block_count", 1);
     if (strcmp(hf, "Qwen3MoeForCausalLM") != 0 && strcmp(hf, "Qwen2MoeForCausalLM") != 0) return 1;
     char key[48];
     for (int i = 0;; i++) {
@@ -212,9 +259,12 @@ static int layer_is_sparse(const RadModelMeta *meta, const char *hf, int l)
 ** adds a shared expert of shared_expert_intermediate_size behind a sigmoid
 ** gate (a GGUF's expert_shared_feed_forward_length reaches us under the same
 ** key); absent: intermediate_size, as llama.cpp and transformers' default
-** have it; 0: none. */
+** have it; 0: none.  GLM-4.5 (glm_moe_config) routes by sigmoid scores. */
+static RadMoeConfig glm_moe_config(const RadModelMeta *meta, int l, int enc, int T);
+
 static RadMoeConfig moe_config(const RadModelMeta *meta, const char *hf, int l, int enc, int T)
 {
+    if (is_glm(hf)) return glm_moe_config(meta, l, enc, T);
     int mixtral = strcmp(hf, "MixtralForCausalLM") == 0 || strcmp(hf, "LlamaForCausalLM") == 0 ||
                   strcmp(hf, "MistralForCausalLM") == 0;
     int renorm = mixtral ? 1 : (int)rad_meta_geti(meta, "norm_topk_prob", 0);
@@ -231,10 +281,43 @@ static RadMoeConfig moe_config(const RadModelMeta *meta, const char *hf, int l, 
     };
 }
 
+/* GLM-4.5's routing, as transformers' Glm4MoeTopkRouter and llama.cpp's
+** glm4moe run it: scores sigmoid(logits); the choice by scores plus
+** e_score_correction_bias within the best topk_group of n_group groups
+** (a group scored by its two best); the chosen scores renormalised
+** (norm_topk_prob, default on; a GGUF's expert_weights_norm, absent off as
+** llama.cpp reads it) and scaled by routed_scaling_factor
+** (expert_weights_scale).  Beside them n_shared_experts ungated shared
+** experts, one MLP of n_shared_experts * moe_intermediate_size
+** (shared_experts.*; GGUF ffn_*_shexp). */
+static RadMoeConfig glm_moe_config(const RadModelMeta *meta, int l, int enc, int T)
+{
+    const int gguf = rad_meta_has(meta, "arch.gguf");
+    const int n_ff = (int)rad_meta_geti(meta, "model.n_ff_expert", meta->n_ff);
+    double renorm = glm_key(meta, "norm_topk_prob", "expert_weights_norm", gguf ? 0 : 1);
+    double scale = glm_key(meta, "routed_scaling_factor", "expert_weights_scale", 1.0);
+    double n_shared = glm_key(meta, "n_shared_experts", "expert_shared_count", gguf ? 0 : 1);
+    double n_group = glm_key(meta, "n_group", "expert_group_count", 1);
+    double topk_group = glm_key(meta, "topk_group", "expert_group_used_count", 1);
+    double shared = n_shared * n_ff;
+    if (gguf && scale == 0) scale = 1.0;        /* llama.cpp: 0 is no scaling */
+    return (RadMoeConfig){
+        .layer = l, .n_embd = meta->n_embd, .n_ff = n_ff, .n_expert = meta->n_expert, .k = meta->n_expert_used,
+        .weight_enc = enc, .mode = RAD_ROUTER_SIGMOID, .renorm = renorm != 0 ? RAD_ROUTER_RENORM_ON : RAD_ROUTER_RENORM_OFF,
+        .scale = scale > 0 && isfinite(scale) ? scale : -1, .hf_gate = "gate_proj", .hf_up = "up_proj",
+        .hf_down = "down_proj", .group = RAD_MOE_GROUP(l, meta->n_expert),
+        .n_ff_shared = shared >= 0 && shared <= INT32_MAX ? (int)shared : -1, .shared_gated = 0,
+        .hf_shared = "shared_experts", .max_tok = T, .score_bias = 1,
+        .n_group = n_group > 1 && n_group <= INT32_MAX ? (int)n_group : 0,
+        .topk_group = n_group > 1 && topk_group >= 0 && topk_group <= INT32_MAX ? (int)topk_group : 0,
+    };
+}
+
 int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx *ctx, void **instance)
 {
     const char *hf = meta->hf_arch ? meta->hf_arch : "";
-    const int E = meta->n_embd, V = meta->n_vocab, L = meta->n_layers;
+    int n_mtp;
+    const int E = meta->n_embd, V = meta->n_vocab, L = main_layers(meta, hf, &n_mtp);
     const int D = meta->head_dim, H = meta->n_head, HKV = meta->n_head_kv;
     const int enc = RAD_QUANT_ENC;
     if (H <= 0 || HKV <= 0 || D <= 0 || H % HKV != 0 || meta->n_ff <= 0 || L <= 0)
@@ -251,6 +334,29 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
     RadRopeConfig rope;
     int failed = rope_config(b, meta, &rope);  /* recorded; declare goes on */
     int qk_norm = strcmp(hf, "Qwen3ForCausalLM") == 0 || strcmp(hf, "Qwen3MoeForCausalLM") == 0;
+    const int glm = is_glm(hf), gguf = rad_meta_has(meta, "arch.gguf");
+    if (glm) {
+        /* per-head q/k norms with use_qk_norm (a GGUF: when it has them);
+        ** RoPE over the first head_dim * partial_rotary_factor dims (0.5 when
+        ** absent, as transformers' Glm4MoeConfig fills it in; a GGUF says
+        ** rope.dimension_count) */
+        qk_norm = gguf ? 1 : (int)rad_meta_geti(meta, "use_qk_norm", 0);
+        if (!gguf) {
+            double f = rad_meta_getf(meta, "rope_parameters.partial_rotary_factor",
+                                     rad_meta_getf(meta, "partial_rotary_factor", 0.5));
+            double n_rot = floor(D * f);
+            if (!(f > 0 && f <= 1) || (int64_t)n_rot % 2)
+                failed = rad_decl_fail(b, "partial_rotary_factor = %g: head_dim %d times it must be an even "
+                                       "count of dims, 1..head_dim", f, D);
+            else rope.n_rot = (int)n_rot;
+        }
+        int64_t gating = rad_meta_geti(meta, "gguf.glm4moe.expert_gating_func", 2);
+        if (gguf && gating != 2)    /* llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID */
+            failed = rad_decl_fail(b, "glm4moe.expert_gating_func = %lld: GLM-4.5 routes by sigmoid scores (2); "
+                                   "no other gating is served for it", (long long)gating);
+        if (n_mtp) rad_note(b, "%d MTP layer%s after the %d decoder layers left unread (issue 16)", n_mtp,
+                            n_mtp > 1 ? "s" : "", L);
+    }
     int olmoe = strcmp(hf, "OlmoeForCausalLM") == 0;
     double clip_qkv = olmoe ? rad_meta_getf(meta, "clip_qkv", 0) : 0;   /* null in the config: absent */
     if (clip_qkv < 0 || !isfinite(clip_qkv)) {
@@ -274,8 +380,17 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
         rad_note(b, "%d of %d layers route to %d experts, %d per token", n_sparse, L, mc.n_expert, mc.k);
         if (mc.n_ff_shared > 0) {
             rad_moe_shared_buffers_declare(b, &m->moe_io, T, E, mc.n_ff_shared, mc.shared_gated);
-            rad_note(b, "and a shared expert of %d, gated", mc.n_ff_shared);
+            rad_note(b, "and a shared expert of %d, %s", mc.n_ff_shared, mc.shared_gated ? "gated" : "ungated");
         }
+        if (glm && !(mc.scale > 0))
+            failed = rad_decl_fail(b, "routed_scaling_factor: it must be a positive finite number");
+        if (glm && mc.n_group > 1 &&
+            (mc.n_expert % mc.n_group || mc.n_expert / mc.n_group < 2 || mc.topk_group < 1 ||
+             mc.topk_group > mc.n_group || (int64_t)mc.topk_group * (mc.n_expert / mc.n_group) < mc.k))
+            failed = rad_decl_fail(b, "n_group = %d, topk_group = %d with %d experts, %d per token: the groups must "
+                                   "split the experts into groups of two or more and leave at least %d to choose from",
+                                   mc.n_group, mc.topk_group, mc.n_expert, mc.k, mc.k);
+        if (glm && mc.n_group > 1) rad_note(b, "chosen within the best %d of %d expert groups", mc.topk_group, mc.n_group);
     }
     const RadNormConfig nc = {.n_embd = E, .max_tok = T, .eps = meta->rms_eps, .w_offset = 0.0};
 
@@ -294,7 +409,9 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
         rad_weight attn_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.attn_norm.weight", l),
                                                  rad_fmt(hf_name, "model.layers.%d.input_layernorm.weight", l),
                                                  RAD_ENC_F32, 1, E, 0, RAD_ACCESS_PER_TOKEN, l, 0);
-        rad_weight ffn_norm = rad_weight_mapped(b, rad_fmt(name, "blk.%d.ffn_norm.weight", l),
+        /* GLM-4.5's post-attention norm keeps llama.cpp's glm4moe name */
+        rad_weight ffn_norm = rad_weight_mapped(b, rad_fmt(name, glm ? "blk.%d.post_attention_norm.weight"
+                                                                 : "blk.%d.ffn_norm.weight", l),
                                                 rad_fmt(hf_name, "model.layers.%d.post_attention_layernorm.weight", l),
                                                 RAD_ENC_F32, 1, E, 0, RAD_ACCESS_PER_TOKEN, l, 0);
         rad_residual_norm_declare(b, &layer->attn_norm, &nc, &m->io, attn_norm, l == 0);
@@ -312,6 +429,7 @@ int rad_arch_declare(RadBuilder *b, const RadModelMeta *meta, const RadBuildCtx 
             .qk_norm = qk_norm || olmoe, .qk_norm_whole = olmoe, .clip_qkv = clip_qkv, .norm_eps = meta->rms_eps, .norm_offset = 0.0, .scale = 1.0 / sqrt((double)D),
             .softcap = 0.0, .window = layer_window, .rope = rope,
             .hf_prefix = rad_fmt(prefix, "model.layers.%d.self_attn", l), .max_tok = T,
+            .qk_norm_optional = glm && gguf,
         };
         rad_attn_declare(&layer->attn, b, &ac, &m->io.attn);
         rad_bind_layer_kv(b, l, kv);

@@ -50,6 +50,8 @@ from transformers import (
     AutoModelForCausalLM,
     Gemma3ForCausalLM,
     Gemma3TextConfig,
+    Glm4MoeConfig,
+    Glm4MoeForCausalLM,
     GptOssConfig,
     GptOssForCausalLM,
     LlamaConfig,
@@ -464,6 +466,45 @@ CASES = {
 }
 CASES["gpt_oss_mxfp4"]["config"] = CASES["gpt_oss"]["config"]
 
+# GLM-4.5 (Glm4MoeForCausalLM): q/k/v biases with per-head q/k norms,
+# partial rotary (the first half of each 32-dim head turns, rotate_half
+# layout), layer 0 dense (first_k_dense_replace), layers 1 and 2 routed:
+# sigmoid scores plus a per-expert correction bias choose 2 of 8 experts
+# within the best 2 of 4 groups, the chosen sigmoids renormalised and
+# scaled by 2.5 (routed_scaling_factor), plus an ungated shared expert of
+# 2 x 16.  The checkpoint also carries one MTP (next-token prediction)
+# layer, model.layers.3.*, as GLM-4.5's releases do: not part of the main
+# forward (transformers ignores it; radiance skips it at load).  Vocabulary
+# 1024 (the borrowed tokenizer's, for llama.cpp's converter), lm_head untied.
+CASES["glm4moe"] = dict(
+    seed=8801,
+    cls=(Glm4MoeConfig, Glm4MoeForCausalLM),
+    mtp_layers=1,
+    config=dict(
+        COMMON,
+        head_dim=32,
+        vocab_size=1024,
+        tie_word_embeddings=False,
+        rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        attention_bias=True,
+        use_qk_norm=True,
+        n_routed_experts=8,
+        num_experts_per_tok=2,
+        moe_intermediate_size=16,
+        n_shared_experts=2,
+        n_group=4,
+        topk_group=2,
+        first_k_dense_replace=1,
+        norm_topk_prob=True,
+        routed_scaling_factor=2.5,
+        num_nextn_predict_layers=1,
+        pad_token_id=None,
+        eos_token_id=None,
+    ),
+)
+SCORE_BIAS_STD = 0.1     # GLM-4.5's e_score_correction_bias ~ N(0, 0.1), against sigmoid scores
+
 SINK_STD = 1.0           # gpt-oss's attention sinks, logits ~ N(0, 1)
 
 
@@ -505,6 +546,9 @@ def reinit(model, config, norm_center=1.0, post_norm_center=None, transposed_exp
                 p.normal_(0.0, IN_GAIN / p.shape[1] ** 0.5)
             else:
                 raise RuntimeError(f"unexpected parameter {name} {tuple(p.shape)}")
+        for name, buf in sorted(model.named_buffers()):
+            if name.endswith("e_score_correction_bias"):   # a buffer, not a parameter
+                buf.normal_(0.0, SCORE_BIAS_STD)
 
 
 FP4_VALUES = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float32)
@@ -547,6 +591,32 @@ def mxfp4_experts(model):
     return packed
 
 
+def add_mtp_layers(d, config, n, seed):
+    """Append n MTP (multi-token prediction, "nextn") layers to the saved
+    checkpoint as GLM-4.5's releases carry them: model.layers.L.* for L from
+    num_hidden_layers on, a whole MoE decoder layer (random, shaped as the
+    last layer) plus eh_proj [hidden, 2 hidden], enorm, hnorm and
+    shared_head.norm.  They are not part of the main forward: transformers
+    does not build them, an engine must skip them."""
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(d, "model.safetensors")
+    tensors = load_file(path)
+    last = config.num_hidden_layers - 1
+    g = torch.Generator().manual_seed(seed)
+    h = config.hidden_size
+    for i in range(n):
+        L = config.num_hidden_layers + i
+        src = f"model.layers.{last}."
+        for k in sorted(tensors):
+            if k.startswith(src):
+                t = tensors[k]
+                tensors[f"model.layers.{L}." + k[len(src):]] = torch.randn(t.shape, generator=g) * t.std()
+        tensors[f"model.layers.{L}.eh_proj.weight"] = torch.randn(h, 2 * h, generator=g) / (2 * h) ** 0.5
+        for norm in ("enorm", "hnorm", "shared_head.norm"):
+            tensors[f"model.layers.{L}.{norm}.weight"] = 1 + 0.1 * torch.randn(h, generator=g)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, path, metadata={"format": "pt"})
+
+
 def top2_gaps(logits):
     top2 = torch.topk(logits, 2, dim=-1).values
     return top2[..., 0] - top2[..., 1]
@@ -576,12 +646,37 @@ class RouteMargins:
         for name, mod in model.named_modules():
             if type(mod).__name__.endswith("TopKRouter"):
                 self.hooks.append(mod.register_forward_hook(self.hook(k)))
+            elif type(mod).__name__ == "Glm4MoeTopkRouter":
+                self.hooks.append(mod.register_forward_hook(self.grouped_hook(mod)))
 
     def hook(self, k):
         def record(mod, args, out):
             logits = out[0] if isinstance(out, tuple) else out
             top = torch.topk(logits.float(), k + 1, dim=-1).values
             self.least = min(self.least, (top[..., k - 1] - top[..., k]).min().item())
+        return record
+
+    def grouped_hook(self, mod):
+        """Sigmoid scores plus the correction bias, group-limited (GLM-4.5,
+        DeepSeek-V3): the least margin of the topk_group-th group over the
+        best group left out, and of the k-th expert over the best eligible
+        one left out, both in choice scores."""
+        def record(m, args, out):
+            logits = out[0].double()
+            choice = logits.sigmoid() + m.e_score_correction_bias.double()
+            n_group, per = m.num_group, m.num_experts // m.num_group
+            groups = choice.view(-1, n_group, per).topk(2, dim=-1).values.sum(-1)
+            least = float("inf")
+            if m.topk_group < n_group:
+                top = torch.topk(groups, m.topk_group + 1, dim=-1).values
+                least = (top[..., m.topk_group - 1] - top[..., m.topk_group]).min().item()
+            idx = torch.topk(groups, m.topk_group, dim=-1).indices
+            mask = torch.zeros_like(groups).scatter_(1, idx, 1).bool()
+            mask = mask.unsqueeze(-1).expand(-1, n_group, per).reshape(-1, m.num_experts)
+            eligible = choice.masked_fill(~mask, float("-inf"))
+            top = torch.topk(eligible, m.top_k + 1, dim=-1).values
+            least = min(least, (top[..., m.top_k - 1] - top[..., m.top_k]).min().item())
+            self.least = min(self.least, least)
         return record
 
     def close(self):
@@ -653,6 +748,8 @@ def make(case, spec):
     if "max_shard_size" in spec:
         save_kw["max_shard_size"] = spec["max_shard_size"]
     model.save_pretrained(d, **save_kw)
+    if spec.get("mtp_layers"):
+        add_mtp_layers(d, model.config, spec["mtp_layers"], seed)
     if model.packed:
         # the experts as MXFP4 tensors, in place of the float ones
         from safetensors.torch import load_file, save_file

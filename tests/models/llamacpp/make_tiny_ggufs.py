@@ -59,6 +59,17 @@ as f32 and q8_0 unless said:
     gpt_oss_mxfp4       -> gpt-oss-mxfp4-tiny-auto.gguf      (MXFP4 experts as the
                            checkpoint stores them, f16 embedding and output)
 
+GLM-4.5 (glm4moe: 3 layers, layer 0 dense, 8 experts, 2 per token in the
+best 2 of 4 groups, a correction bias, an ungated shared expert of 32,
+partial rotary, q/k/v biases and q/k norms, one MTP layer, vocab 1024)
+becomes glm4moe-tiny-f32.gguf (llama.cpp's glm4moe: block_count 4 with
+glm4moe.nextn_predict_layers 1, the MTP layer as blk.3.* with
+blk.3.nextn.*).  A second patch: the converter's GLM vocabulary
+(_set_vocab_glm) looks up GLM's own special tokens ([gMASK], <|user|>,
+<|endoftext|>, <|observation|>) in the tokenizer, which the borrowed one has
+not, so Glm4MoeModel.set_vocab is made the plain byte-level BPE path
+(_set_vocab_gpt2) every other fixture here takes.
+
 llama.cpp's converter refuses two of the golden MoE fixtures as they are:
 qwen3moe has a dense layer (mlp_only_layers), which llama.cpp's qwen3moe
 cannot hold, and olmoe has GQA and clip_qkv, which llama.cpp's olmoe does
@@ -156,7 +167,8 @@ def model_dir(tmp, fixture, name):
 CASES = (("qwen2", "qwen2-tiny", OUTTYPES), ("llama3_scaled", "llama3-scaled-tiny", ("f32",)),
          ("qwen3moe_all_sparse", "qwen3moe-tiny", OUTTYPES), ("olmoe_mha", "olmoe-tiny", OUTTYPES),
          ("mixtral", "mixtral-tiny", OUTTYPES), ("gpt_oss", "gpt-oss-tiny", ("f32",)),
-         ("gpt_oss_mxfp4", "gpt-oss-mxfp4-tiny", ("auto",)), ("qwen2moe", "qwen2moe-tiny", ("f32",)))
+         ("gpt_oss_mxfp4", "gpt-oss-mxfp4-tiny", ("auto",)), ("qwen2moe", "qwen2moe-tiny", ("f32",)),
+         ("glm4moe", "glm4moe-tiny", ("f32",)))
 
 
 def main():
@@ -172,6 +184,8 @@ def main():
     import conversion.base as base  # noqa: E402  (llama.cpp's conversion package)
 
     base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "qwen2"
+    import conversion.glm as glm  # noqa: E402
+    glm.Glm4MoeModel.set_vocab = base.TextModel._set_vocab_gpt2   # the borrowed BPE has no GLM specials
     import convert_hf_to_gguf  # noqa: E402
 
     with tempfile.TemporaryDirectory() as tmp:
