@@ -7,6 +7,7 @@ that one thing.
 
   craft.py drop-tensor SRC DST NAME       safetensors without tensor NAME
   craft.py reshape-tensor SRC DST NAME    NAME with its dimensions swapped
+  craft.py set-shape SRC DST NAME D0,D1   NAME with the dimensions given (same element count)
   craft.py set-byte SRC DST NAME I V      byte I of tensor NAME's data set to V
   craft.py header-len SRC DST N           the 8-byte header length set to N
   craft.py truncate FILE N                cut FILE to N bytes
@@ -62,6 +63,11 @@ def main():
         src, dst, name = args
         header, data = read_st(src)
         header[name]["shape"] = list(reversed(header[name]["shape"]))
+        write_st(dst, header, data)
+    elif cmd == "set-shape":
+        src, dst, name, dims = args
+        header, data = read_st(src)
+        header[name]["shape"] = [int(d) for d in dims.split(",")]
         write_st(dst, header, data)
     elif cmd == "set-byte":
         src, dst, name, i, v = args

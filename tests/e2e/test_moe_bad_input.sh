@@ -5,7 +5,10 @@
 # or key and the problem, a non-zero exit, no crash and no output file.
 # Qwen2-MoE's shared expert likewise (its gate of the wrong shape, one of its
 # projections missing), and a qwen2moe GGUF whose metadata contradicts its
-# tensors is refused at open.
+# tensors is refused at open.  GLM-4.5 (glm4moe): its correction bias of the
+# wrong shape or missing, an expert of the wrong shape, groups that do not
+# split the experts, and in its GGUF a bias of the wrong shape, a missing
+# expert stack, topk_group above n_group and a gating other than sigmoid.
 . "$(dirname "$0")/lib.sh"
 R=$RADIANCE_BIN
 
@@ -58,6 +61,54 @@ expect_fail "GGUF expert count below its stacks" 4 "bad.gguf: tensor 'blk.0.ffn_
     timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
 $EDIT qwen2moe.expert_shared_feed_forward_length=u32:48
 expect_fail "GGUF shared expert size against its tensors" 4 "bad.gguf: tensor 'blk.0.ffn_gate_shexp.weight' has shape \[32, 64\], the model's metadata needs \[48, 64\]" \
+    timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+
+G=$FIXTURES/glm4moe
+fresh3() { rm -rf "$WORK/m" "$WORK/o.rad"; cp -r "$G" "$WORK/m"; }
+fresh3; $CRAFT set-shape "$G/model.safetensors" "$WORK/m/model.safetensors" \
+    model.layers.1.mlp.gate.e_score_correction_bias 2,4
+expect_fail "a correction bias of the wrong shape" 4 \
+    "e_score_correction_bias' has shape \[2, 4\].*'blk.1.exp_probs_b.bias' is \[8\]" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+no_output "a correction bias of the wrong shape"
+
+fresh3; $CRAFT drop-tensor "$G/model.safetensors" "$WORK/m/model.safetensors" \
+    model.layers.2.mlp.gate.e_score_correction_bias
+expect_fail "a checkpoint missing a correction bias" 4 \
+    "layers.2.mlp.gate.e_score_correction_bias' is missing.*'blk.2.exp_probs_b.bias'" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+no_output "a checkpoint missing a correction bias"
+
+fresh3; $CRAFT reshape-tensor "$G/model.safetensors" "$WORK/m/model.safetensors" \
+    model.layers.2.mlp.experts.4.down_proj.weight
+expect_fail "a GLM expert tensor of the wrong shape" 4 \
+    "experts.4.down_proj.weight' has shape \[16, 64\].*blk.2.ffn_down_exps.weight' is \[64, 16\]" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+no_output "a GLM expert tensor of the wrong shape"
+
+fresh3; sed -i 's/"n_group": 4/"n_group": 3/' "$WORK/m/config.json"
+grep -q '"n_group": 3' "$WORK/m/config.json" || not_ok "the glm4moe fixture's config changed shape"
+expect_fail "expert groups that do not split the experts" 4 \
+    "config.json.*n_group = 3, topk_group = 2 with 8 experts, 2 per token: the groups must split" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
+no_output "expert groups that do not split the experts"
+
+GG="$RADIANCE_SRC/tests/models/llamacpp/glm4moe-tiny-f32.gguf"
+EDIT="python3 $RADIANCE_SRC/tests/e2e/gguf_edit.py $GG $WORK/bad.gguf"
+# the bias and a [64] norm of a later layer swap names: the bias is [64]
+$EDIT tensor:blk.1.exp_probs_b.bias=swap tensor:blk.2.attn_norm.weight=blk.1.exp_probs_b.bias \
+    tensor:swap=blk.2.attn_norm.weight
+expect_fail "GGUF correction bias of the wrong shape" 4 \
+    "bad.gguf: tensor 'blk.1.exp_probs_b.bias' has shape \[64\], the model's metadata needs \[8\]" \
+    timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT tensor:blk.2.ffn_up_exps.weight=blk.2.ffn_up_exps.gone
+expect_fail "GGUF missing one expert stack" 4 "bad.gguf: tensor 'blk.2.ffn_up_exps.weight' is missing" \
+    timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT glm4moe.expert_group_used_count=u32:5
+expect_fail "GGUF topk_group above n_group" 4 "bad.gguf.*n_group = 4, topk_group = 5 with 8 experts" \
+    timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+$EDIT glm4moe.expert_gating_func=u32:1
+expect_fail "GGUF gating other than sigmoid" 4 "bad.gguf.*glm4moe.expert_gating_func = 1: GLM-4.5 routes by sigmoid" \
     timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
 
 finish
