@@ -20,8 +20,8 @@
 ** `make test-models-full`; the tiny MoE recordings hold 512).  The real
 ** models come from tests/models/fetch.sh; without them the test skips
 ** visibly, and fails under CI=true.  The tiny files (Qwen2, and the MoE
-** families qwen3moe, olmoe, mixtral and gpt-oss, made by llama.cpp's own
-** converter) sit beside the recordings and always run.
+** families qwen3moe, olmoe, mixtral, gpt-oss, qwen2moe and glm4moe, made
+** by llama.cpp's own converter) sit beside the recordings and always run.
 */
 #include <math.h>
 #include <setjmp.h>
@@ -99,6 +99,7 @@ static const Case cases[] = {
     {"gpt-oss-tiny-f32", "gpt-oss-tiny-f32.gguf", 0, 4e-6, 0.99, 5, 0},            /* 2.1e-6, 99.8%, 5/5 */
     {"gpt-oss-mxfp4-tiny-auto", "gpt-oss-mxfp4-tiny-auto.gguf", 0, 5.5e-3, 0.94, 1, 0}, /* 3.5e-3, 96.5%, 2/5 */
     {"qwen2moe-tiny-f32", "qwen2moe-tiny-f32.gguf", 0, 1e-5, 0.99, 4, 0},          /* 1.1e-6, 100%, 4/5 */
+    {"glm4moe-tiny-f32", "glm4moe-tiny-f32.gguf", 0, 1.5e-6, 0.99, 5, 0},         /* 3.3e-7, 99.6%, 5/5 */
 };
 
 static char recordings[4096], cache[4096];
@@ -320,6 +321,7 @@ static void qwen3moe_q8_0_exact(void **state) { (void)state; run_exact(&cases[5]
 static void olmoe_q8_0_exact(void **state) { (void)state; run_exact(&cases[7]); }
 static void mixtral_q8_0_exact(void **state) { (void)state; run_exact(&cases[9]); }
 static void gpt_oss_mxfp4_exact(void **state) { (void)state; run_exact(&cases[11]); }
+static void glm4moe_f32(void **state) { (void)state; run_case(&cases[13]); }
 
 int main(void)
 {
@@ -332,6 +334,7 @@ int main(void)
         cmocka_unit_test(qwen2_f32),
         cmocka_unit_test(qwen2_q8_0),
         cmocka_unit_test(qwen2moe_f32),
+        cmocka_unit_test(glm4moe_f32),
         cmocka_unit_test(qwen3moe_f32),
         cmocka_unit_test(qwen3moe_q8_0),
         cmocka_unit_test(olmoe_f32),
