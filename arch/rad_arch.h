@@ -100,7 +100,8 @@ typedef enum RadChatStyle {
     RAD_CHAT_STYLE_LLAMA2 = 2,  /* <s>[INST] ... [/INST], <<SYS>> inside the first user turn */
     RAD_CHAT_STYLE_MISTRAL = 3, /* [INST] ... [/INST], the system text inside the last user turn */
     RAD_CHAT_STYLE_HARMONY = 4, /* gpt-oss: system + developer messages, channels */
-    RAD_CHAT_STYLE_DEEPSEEK = 5 /* the system text first, then <｜User｜>/<｜Assistant｜> turns */
+    RAD_CHAT_STYLE_DEEPSEEK = 5, /* the system text first, then <｜User｜>/<｜Assistant｜> turns */
+    RAD_CHAT_STYLE_GLM = 6      /* GLM-4.5: [gMASK]<sop>, open-only turns, a think block on every reply */
 } RadChatStyle;
 
 /* RadChatFormat.flags */

@@ -247,8 +247,34 @@ RAD_CHAT_DATA RadChatFormat rad_chat_fmt_deepseek_r1 = {.struct_size = sizeof(Ra
                                                         .reasoning_open = "<think>",
                                                         .reasoning_close = "</think>"};
 
+/* GLM-4.5 / 4.6 (Glm4MoeForCausalLM): "[gMASK]<sop>", then turns that only
+** open (<|system|>\n, <|user|>\n, <|assistant|>) and run to the next
+** marker; every assistant turn writes a think block, empty unless it follows
+** the last user message and has reasoning; thinking off appends "/nothink"
+** to each user turn and an empty think block to the generation prompt.  A
+** reply ends at the next turn's marker. */
+RAD_CHAT_DATA char *const rad_glm_stops_[] = {"<|user|>", "<|observation|>", "<|endoftext|>", NULL};
+RAD_CHAT_DATA RadChatFormat rad_chat_fmt_glm45 = {.struct_size = sizeof(RadChatFormat),
+                                                  .name = "glm4.5",
+                                                  .bos = "[gMASK]<sop>",
+                                                  .system_open = "<|system|>\n",
+                                                  .system_close = "",
+                                                  .user_open = "<|user|>\n",
+                                                  .user_close = "",
+                                                  .assistant_open = "<|assistant|>",
+                                                  .assistant_close = "",
+                                                  .generation_prompt = "<|assistant|>",
+                                                  .stop_strings = rad_glm_stops_,
+                                                  .reasoning_open = "<think>",
+                                                  .reasoning_close = "</think>",
+                                                  .no_think = "\n<think></think>",
+                                                  .tool_call_open = "<tool_call>",
+                                                  .tool_call_close = "</tool_call>",
+                                                  .style = RAD_CHAT_STYLE_GLM};
+
 /* ------------------------------------------------------------ choosing */
 
+RAD_CHAT_DATA char *const rad_tok_glm_[] = {"[gMASK]", "<sop>", "<|user|>", "<|assistant|>", NULL};
 RAD_CHAT_DATA char *const rad_tok_deepseek_[] = {"<｜User｜>", "<｜Assistant｜>", NULL};
 RAD_CHAT_DATA char *const rad_tok_qwen3_[] = {"<|im_start|>", "<think>", NULL};
 RAD_CHAT_DATA char *const rad_tok_qwen25_[] = {"<|im_start|>", "<tool_call>", NULL};
@@ -260,11 +286,13 @@ RAD_CHAT_DATA char *const rad_tok_gemma_[] = {"<start_of_turn>", NULL};
 RAD_CHAT_DATA char *const rad_tok_harmony_[] = {"<|start|>", "<|channel|>", "<|message|>", NULL};
 
 /* The rules for the lines the llama plugin runs (LlamaForCausalLM,
-** MistralForCausalLM, Qwen2/Qwen3ForCausalLM and their GGUF names).  The
-** DeepSeek distillations come first: their vocabularies are Llama 3's or
-** Qwen's with DeepSeek's markers added. */
+** MistralForCausalLM, Qwen2/Qwen3ForCausalLM, Glm4MoeForCausalLM and their
+** GGUF names).  GLM's markers are its own; the DeepSeek distillations come
+** next: their vocabularies are Llama 3's or Qwen's with DeepSeek's markers
+** added. */
 /* clang-format off */
 #define RAD_CHAT_LLAMA_RULES                                                        \
+    {&rad_chat_fmt_glm45, rad_tok_glm_, NULL},                                      \
     {&rad_chat_fmt_deepseek_r1, rad_tok_deepseek_, "<think>"},                      \
     {&rad_chat_fmt_deepseek_v3, rad_tok_deepseek_, NULL},                           \
     {&rad_chat_fmt_qwen3, rad_tok_qwen3_, NULL},                                    \
@@ -309,7 +337,7 @@ static inline const RadChatFormat *rad_chat_format_named(const char *name)
         &rad_chat_fmt_chatml,      &rad_chat_fmt_smollm2,        &rad_chat_fmt_qwen25,  &rad_chat_fmt_qwen3,
         &rad_chat_fmt_llama3,      &rad_chat_fmt_llama31,        &rad_chat_fmt_llama32, &rad_chat_fmt_llama2,
         &rad_chat_fmt_mistral,     &rad_chat_fmt_mistral_tekken, &rad_chat_fmt_gemma,   &rad_chat_fmt_harmony,
-        &rad_chat_fmt_deepseek_v3, &rad_chat_fmt_deepseek_r1};
+        &rad_chat_fmt_deepseek_v3, &rad_chat_fmt_deepseek_r1, &rad_chat_fmt_glm45};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (name && !strcmp(all[i]->name, name)) return all[i];
     return NULL;

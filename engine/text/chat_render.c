@@ -610,6 +610,82 @@ static int render_deepseek(Out *o, const RadChatFormat *f, const RadChatMessage 
     return RAD_OK;
 }
 
+/* GLM-4.5: [gMASK]<sop>, then <|system|>\ntext, <|user|>\ntext and
+** <|assistant|> turns with no closing marker.  Every assistant turn writes
+** "\n<think>REASONING</think>" when it follows the last user message and
+** has reasoning (stripped), else "\n<think></think>", then "\n" and its
+** text stripped, if any.  Reasoning left inside the content (none given) is
+** split off at </think> as Qwen3's template does.  Thinking off: each user
+** turn ends in "/nothink" (unless it already does) and the generation
+** prompt in an empty think block.  Roles other than the three are
+** refused (the template would drop them silently). */
+static int render_glm(Out *o, const RadChatFormat *f, const RadChatMessage *m, int n, const RadChatRender *opt)
+{
+    int last_user = -1;
+    for (int i = 0; i < n; i++) {
+        if (role_of(&m[i]) == ROLE_OTHER) return refuse_role(f, &m[i], i);
+        if (role_of(&m[i]) == ROLE_USER) last_user = i;
+    }
+    const char *open = f->reasoning_open, *close = f->reasoning_close;
+    put(o, f->bos);
+    for (int i = 0; i < n; i++) {
+        int role = role_of(&m[i]);
+        const char *content = text_of(&m[i]);
+        if (role == ROLE_SYSTEM) {
+            put_turn(o, f, role, content);
+            continue;
+        }
+        if (role == ROLE_USER) {
+            put_turn(o, f, role, content);
+            if (opt->thinking == 0 && !ends_with(content, "/nothink")) put(o, "/nothink");
+            continue;
+        }
+        const char *reasoning = m[i].reasoning ? m[i].reasoning : "";
+        size_t reasoning_len = strlen(reasoning);
+        const char *first_close;
+        if (!m[i].reasoning && (first_close = strstr(content, close))) {
+            /* content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n'),
+            ** content.split('</think>')[-1].lstrip('\n') */
+            size_t before_len = (size_t)(first_close - content);
+            while (before_len && content[before_len - 1] == '\n') before_len--;
+            const char *r = content;
+            for (const char *p = content; (p = strstr(p, open)) && p + strlen(open) <= content + before_len; p++)
+                r = p + strlen(open);
+            reasoning_len = before_len - (size_t)(r - content);
+            while (reasoning_len && *r == '\n') r++, reasoning_len--;
+            reasoning = r;
+            content = last_occurrence(content, close) + strlen(close);
+            while (*content == '\n') content++;
+        }
+        put(o, f->assistant_open);
+        put(o, "\n");
+        put(o, open);
+        if (i > last_user && reasoning_len) {
+            /* reasoning_content.strip(): the piece may not end in a NUL */
+            char *r = strndup(reasoning, reasoning_len);
+            if (!r) return rad_error_set(RAD_E_NOMEM, "out of memory");
+            o->content++;
+            put_trimmed(o, r);
+            o->content--;
+            free(r);
+        }
+        put(o, close);
+        size_t a, b;
+        trim_bounds(content, &a, &b);
+        if (b > a) {
+            put(o, "\n");
+            o->content++;
+            put_n(o, content + a, b - a);
+            o->content--;
+        }
+    }
+    if (opt->add_generation_prompt) {
+        put(o, f->generation_prompt);
+        if (opt->thinking == 0) put(o, f->no_think);
+    }
+    return RAD_OK;
+}
+
 int rad_chat_render(const RadChatFormat *f, const RadChatMessage *messages, int n, const RadChatRender *opt,
                     char **out)
 {
@@ -651,6 +727,9 @@ int rad_chat_render_spans(const RadChatFormat *f, const RadChatMessage *messages
         break;
     case RAD_CHAT_STYLE_DEEPSEEK:
         rc = render_deepseek(&o, f, messages, n, opt);
+        break;
+    case RAD_CHAT_STYLE_GLM:
+        rc = render_glm(&o, f, messages, n, opt);
         break;
     default:
         rc = rad_error_set(RAD_E_UNSUPPORTED, "chat format '%s' has an unknown layout %d", f->name, f->style);

@@ -27,7 +27,7 @@
 ** White space the templates drop is dropped here too: at the start of a
 ** reasoning block, at the end of one, and at the start of the content that
 ** follows a reasoning block or a tool call (Qwen3 writes "<think>\n...\n
-** </think>\n\n").  Trailing white space inside reasoning waits until
+** </think>\n\n"), and at the start of a GLM-4.5 reply ("\n<think>").  Trailing white space inside reasoning waits until
 ** something other than white space or the close follows it.
 **
 ** Tool calls are collected whole and emitted once each when they close (or
@@ -478,7 +478,9 @@ RadReplyParser *rad_reply_parser_new(const RadChatFormat *f, int in_reasoning)
     p->mode = in_reasoning && (f->reasoning_open || p->harmony) ? M_REASONING
               : p->harmony                                      ? M_HEADER
                                                                 : M_CONTENT;
-    p->skip_ws = p->mode == M_REASONING;
+    /* GLM-4.5's replies open with the "\n" its template writes before
+    ** <think>: markup, not content */
+    p->skip_ws = p->mode == M_REASONING || f->style == RAD_CHAT_STYLE_GLM;
     return p;
 }
 

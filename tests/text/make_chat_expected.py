@@ -14,6 +14,7 @@ GGUF carries) and the reference tokenizers.  Options:
                        (default: $RADIANCE_TOKENIZERS or /work/shared/tokenizers)
     --models DIR       folder holding the real GGUF files
                        (default: $RADIANCE_MODELS or ~/.cache/radiance/models)
+    --only ID...       write only these templates' files (ids as in TEMPLATES)
 
 Which templates (TEMPLATES below), and where each comes from:
 
@@ -209,6 +210,9 @@ TEMPLATES = [
     ("mistral-nemo", "file:mistralai-Mistral-Nemo-Instruct-2407.jinja", "llama2", "mistral-tekken", False),
     ("gpt-oss", "file:openai-gpt-oss-120b.jinja", "gptoss", "gpt-oss", True),
     ("deepseek-r1-distill", "file:deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", "deepseek_v3", "deepseek-r1", False),
+    # GLM-4.6's template (GLM-4.5's line, Glm4MoeForCausalLM); it names no
+    # special token variable, so any tokenizer's map renders it the same
+    ("glm4.6", "file:zai-org-GLM-4.6.jinja", "qwen3", "glm4.5", True),
 ]
 
 THINKING_KWARGS = {
@@ -314,6 +318,7 @@ def main():
     ap.add_argument("--tokenizers", default=os.environ.get("RADIANCE_TOKENIZERS", "/work/shared/tokenizers"))
     ap.add_argument("--models", default=os.environ.get("RADIANCE_MODELS",
                                                          os.path.expanduser("~/.cache/radiance/models")))
+    ap.add_argument("--only", nargs="*", help="template ids to write (default: all)")
     args = ap.parse_args()
 
     import transformers
@@ -323,6 +328,8 @@ def main():
     os.makedirs(OUTDIR, exist_ok=True)
     total = 0
     for tid, source, tok, fmt, has_switch in TEMPLATES:
+        if args.only and tid not in args.only:
+            continue
         tmpl, where = load_template(source, args.tokenizers, args.models)
         specials = special_tokens(tok, args.tokenizers, args.models)
         cases = []

@@ -31,7 +31,7 @@
 
 static const char *const format_names[] = {
     "chatml", "smollm2", "qwen2.5", "qwen3", "llama3", "llama3.1", "llama3.2", "llama2", "mistral",
-    "mistral-tekken", "gemma", "gpt-oss", "deepseek-v3", "deepseek-r1",
+    "mistral-tekken", "gemma", "gpt-oss", "deepseek-v3", "deepseek-r1", "glm4.5",
 };
 
 /* Every span lies inside the text and holds message text only: the spans'

@@ -371,6 +371,18 @@ static void test_deepseek_v3(void **state)
                  "No <think> here: V3 does not reason.<｜end▁of▁sentence｜>", 1, kinds, texts);
 }
 
+/* GLM-4.5: the reply opens "\n<think>"; the think block and the text after
+** it, its tool call, and the next turn's marker ends the reply. */
+static void test_glm45(void **state)
+{
+    (void)state;
+    static const int kinds[] = {R, C, T, END};
+    static const char *const texts[] = {"Two plus two.", "4.", "add\n<arg_key>a</arg_key>"};
+    expect_parts("glm4.5", &rad_chat_fmt_glm45, 0,
+                 "\n<think>Two plus two.</think>\n4.<tool_call>add\n<arg_key>a</arg_key></tool_call><|user|>\n",
+                 1, kinds, texts);
+}
+
 /* ------------------------------------------------------------ one rule each */
 
 /* Text that starts like a marker but is not one stays content, even when
@@ -471,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_harmony_final),
         cmocka_unit_test(test_deepseek_r1),
         cmocka_unit_test(test_deepseek_v3),
+        cmocka_unit_test(test_glm45),
         cmocka_unit_test(test_false_prefixes),
         cmocka_unit_test(test_unfinished_blocks),
         cmocka_unit_test(test_reasoning_whitespace),
