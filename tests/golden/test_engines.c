@@ -244,12 +244,13 @@ static void batched_equals_alone(const char *name, const char *kv)
 
 /* Pins batch invariance end to end (docs/OPS.md): every family, with an f32
 ** and the default f16 cache, sliding windows and routed experts included,
-** gives the same tokens and the same logits bits batched as alone. */
+** gives the same tokens and the same logits bits batched as alone (GLM-4.5's
+** grouped sigmoid routing with its correction bias among them). */
 static void batched_sequences_equal_solo(void **state)
 {
     (void)state;
     static const char *names[] = {"llama", "qwen2", "qwen3", "mistral_window", "gemma3",
-                                  "qwen3moe", "qwen3moe_sparse_step", "olmoe", "mixtral", "gpt_oss"};
+                                  "qwen3moe", "qwen3moe_sparse_step", "olmoe", "mixtral", "gpt_oss", "glm4moe"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         batched_equals_alone(names[i], "f32");
         batched_equals_alone(names[i], "f16");
@@ -441,8 +442,8 @@ static float *stream_run(const char *path, int stream, int depth, int64_t cache_
 }
 
 /* Pins: streamed experts change no bit, for gpt-oss (q8_0 stacks with
-** biases), Qwen3-MoE (f32) and OLMoE (q8_0): runs are read and found
-** resident, and at least one model reads more runs than the cache holds
+** biases), Qwen3-MoE (f32), OLMoE (q8_0) and GLM-4.5 (q8_0): runs are read
+** and found resident, and at least one model reads more runs than the cache holds
 ** (evictions happen).  The same holds however the reads go: one pread at a
 ** time, one io_uring request in flight, the default depth (each with the
 ** least cache: 1 byte asked), and with the cache the budget gives (here
@@ -451,7 +452,7 @@ static float *stream_run(const char *path, int stream, int depth, int64_t cache_
 static void streamed_experts_change_no_bit(void **state)
 {
     (void)state;
-    const char *models[][2] = {{"gpt_oss", "q8_0"}, {"qwen3moe", "f32"}, {"olmoe", "q8_0"}};
+    const char *models[][2] = {{"gpt_oss", "q8_0"}, {"qwen3moe", "f32"}, {"olmoe", "q8_0"}, {"glm4moe", "q8_0"}};
     const struct { int depth; int64_t cache; const char *name; } ways[] = {
         {-1, 1, "pread"}, {1, 1, "depth 1"}, {0, 1, "default depth"}, {0, 0, "cache from the budget"}};
     int evicted = 0;
