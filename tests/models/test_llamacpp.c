@@ -100,6 +100,7 @@ static const Case cases[] = {
     {"gpt-oss-mxfp4-tiny-auto", "gpt-oss-mxfp4-tiny-auto.gguf", 0, 5.5e-3, 0.94, 1, 0}, /* 3.5e-3, 96.5%, 2/5 */
     {"qwen2moe-tiny-f32", "qwen2moe-tiny-f32.gguf", 0, 1e-5, 0.99, 4, 0},          /* 1.1e-6, 100%, 4/5 */
     {"glm4moe-tiny-f32", "glm4moe-tiny-f32.gguf", 0, 1.5e-6, 0.99, 5, 0},         /* 3.3e-7, 99.6%, 5/5 */
+    {"glm4moe-tiny-q8_0", "glm4moe-tiny-q8_0.gguf", 0, 3e-2, 0.90, 0, 0},         /* 2.0e-2, 92.2%, 0/5 */
 };
 
 static char recordings[4096], cache[4096];
@@ -322,6 +323,8 @@ static void olmoe_q8_0_exact(void **state) { (void)state; run_exact(&cases[7]); 
 static void mixtral_q8_0_exact(void **state) { (void)state; run_exact(&cases[9]); }
 static void gpt_oss_mxfp4_exact(void **state) { (void)state; run_exact(&cases[11]); }
 static void glm4moe_f32(void **state) { (void)state; run_case(&cases[13]); }
+static void glm4moe_q8_0(void **state) { (void)state; run_case(&cases[14]); }
+static void glm4moe_q8_0_exact(void **state) { (void)state; run_exact(&cases[14]); }
 
 int main(void)
 {
@@ -335,6 +338,8 @@ int main(void)
         cmocka_unit_test(qwen2_q8_0),
         cmocka_unit_test(qwen2moe_f32),
         cmocka_unit_test(glm4moe_f32),
+        cmocka_unit_test(glm4moe_q8_0),
+        cmocka_unit_test(glm4moe_q8_0_exact),
         cmocka_unit_test(qwen3moe_f32),
         cmocka_unit_test(qwen3moe_q8_0),
         cmocka_unit_test(olmoe_f32),

@@ -168,7 +168,7 @@ CASES = (("qwen2", "qwen2-tiny", OUTTYPES), ("llama3_scaled", "llama3-scaled-tin
          ("qwen3moe_all_sparse", "qwen3moe-tiny", OUTTYPES), ("olmoe_mha", "olmoe-tiny", OUTTYPES),
          ("mixtral", "mixtral-tiny", OUTTYPES), ("gpt_oss", "gpt-oss-tiny", ("f32",)),
          ("gpt_oss_mxfp4", "gpt-oss-mxfp4-tiny", ("auto",)), ("qwen2moe", "qwen2moe-tiny", ("f32",)),
-         ("glm4moe", "glm4moe-tiny", ("f32",)))
+         ("glm4moe", "glm4moe-tiny", OUTTYPES))
 
 
 def main():
