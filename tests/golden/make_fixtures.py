@@ -503,6 +503,38 @@ CASES["glm4moe"] = dict(
         eos_token_id=None,
     ),
 )
+# GLM-4.5-Air's form: no q/k norms (use_qk_norm false), one expert group
+# (no group limit), and here also the chosen sigmoids not renormalised and
+# no routed scaling, 3 of 8 experts, one shared expert of 16; 2 layers
+# (layer 0 dense), no MTP layer, vocabulary 512.  Its GGUF is the one whose
+# q/k norms are absent, which radiance reads from the tensors as llama.cpp does.
+CASES["glm4moe_air"] = dict(
+    seed=8901,
+    cls=(Glm4MoeConfig, Glm4MoeForCausalLM),
+    config=dict(
+        COMMON,
+        num_hidden_layers=2,
+        head_dim=32,
+        vocab_size=512,
+        tie_word_embeddings=False,
+        rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 1e6, "partial_rotary_factor": 0.5},
+        attention_bias=True,
+        use_qk_norm=False,
+        n_routed_experts=8,
+        num_experts_per_tok=3,
+        moe_intermediate_size=16,
+        n_shared_experts=1,
+        n_group=1,
+        topk_group=1,
+        first_k_dense_replace=1,
+        norm_topk_prob=False,
+        routed_scaling_factor=1.0,
+        num_nextn_predict_layers=0,
+        pad_token_id=None,
+        eos_token_id=None,
+    ),
+)
 SCORE_BIAS_STD = 0.1     # GLM-4.5's e_score_correction_bias ~ N(0, 0.1), against sigmoid scores
 
 SINK_STD = 1.0           # gpt-oss's attention sinks, logits ~ N(0, 1)

@@ -101,6 +101,7 @@ static const Case cases[] = {
     {"qwen2moe-tiny-f32", "qwen2moe-tiny-f32.gguf", 0, 1e-5, 0.99, 4, 0},          /* 1.1e-6, 100%, 4/5 */
     {"glm4moe-tiny-f32", "glm4moe-tiny-f32.gguf", 0, 1.5e-6, 0.99, 5, 0},         /* 3.3e-7, 99.6%, 5/5 */
     {"glm4moe-tiny-q8_0", "glm4moe-tiny-q8_0.gguf", 0, 3e-2, 0.90, 0, 0},         /* 2.0e-2, 92.2%, 0/5 */
+    {"glm4moe-air-tiny-f32", "glm4moe-air-tiny-f32.gguf", 0, 3e-6, 0.99, 5, 0},   /* 8.0e-7, 100%, 5/5 */
 };
 
 static char recordings[4096], cache[4096];
@@ -325,6 +326,7 @@ static void gpt_oss_mxfp4_exact(void **state) { (void)state; run_exact(&cases[11
 static void glm4moe_f32(void **state) { (void)state; run_case(&cases[13]); }
 static void glm4moe_q8_0(void **state) { (void)state; run_case(&cases[14]); }
 static void glm4moe_q8_0_exact(void **state) { (void)state; run_exact(&cases[14]); }
+static void glm4moe_air_f32(void **state) { (void)state; run_case(&cases[15]); }
 
 int main(void)
 {
@@ -340,6 +342,7 @@ int main(void)
         cmocka_unit_test(glm4moe_f32),
         cmocka_unit_test(glm4moe_q8_0),
         cmocka_unit_test(glm4moe_q8_0_exact),
+        cmocka_unit_test(glm4moe_air_f32),
         cmocka_unit_test(qwen3moe_f32),
         cmocka_unit_test(qwen3moe_q8_0),
         cmocka_unit_test(olmoe_f32),

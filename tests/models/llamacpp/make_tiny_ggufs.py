@@ -62,9 +62,10 @@ as f32 and q8_0 unless said:
 GLM-4.5 (glm4moe: 3 layers, layer 0 dense, 8 experts, 2 per token in the
 best 2 of 4 groups, a correction bias, an ungated shared expert of 32,
 partial rotary, q/k/v biases and q/k norms, one MTP layer, vocab 1024)
-becomes glm4moe-tiny-f32.gguf (llama.cpp's glm4moe: block_count 4 with
+becomes glm4moe-tiny-{f32,q8_0}.gguf (llama.cpp's glm4moe: block_count 4 with
 glm4moe.nextn_predict_layers 1, the MTP layer as blk.3.* with
-blk.3.nextn.*).  A second patch: the converter's GLM vocabulary
+blk.3.nextn.*), and GLM-4.5-Air's form (glm4moe_air: no q/k norms, one
+expert group, vocab 512 with the tokenizer cut) glm4moe-air-tiny-f32.gguf.  A second patch: the converter's GLM vocabulary
 (_set_vocab_glm) looks up GLM's own special tokens ([gMASK], <|user|>,
 <|endoftext|>, <|observation|>) in the tokenizer, which the borrowed one has
 not, so Glm4MoeModel.set_vocab is made the plain byte-level BPE path
@@ -168,7 +169,7 @@ CASES = (("qwen2", "qwen2-tiny", OUTTYPES), ("llama3_scaled", "llama3-scaled-tin
          ("qwen3moe_all_sparse", "qwen3moe-tiny", OUTTYPES), ("olmoe_mha", "olmoe-tiny", OUTTYPES),
          ("mixtral", "mixtral-tiny", OUTTYPES), ("gpt_oss", "gpt-oss-tiny", ("f32",)),
          ("gpt_oss_mxfp4", "gpt-oss-mxfp4-tiny", ("auto",)), ("qwen2moe", "qwen2moe-tiny", ("f32",)),
-         ("glm4moe", "glm4moe-tiny", OUTTYPES))
+         ("glm4moe", "glm4moe-tiny", OUTTYPES), ("glm4moe_air", "glm4moe-air-tiny", ("f32",)))
 
 
 def main():

@@ -61,7 +61,8 @@ for _fixture, _name, _types in (("qwen3moe_all_sparse", "qwen3moe-tiny", ("f32",
                                 ("mixtral", "mixtral-tiny", ("f32", "q8_0")),
                                 ("gpt_oss", "gpt-oss-tiny", ("f32",)),
                                 ("gpt_oss_mxfp4", "gpt-oss-mxfp4-tiny", ("auto",)),
-                                ("glm4moe", "glm4moe-tiny", ("f32", "q8_0"))):
+                                ("glm4moe", "glm4moe-tiny", ("f32", "q8_0")),
+                                ("glm4moe_air", "glm4moe-air-tiny", ("f32",))):
     for _t in _types:
         MODELS.append(("%s-%s" % (_name, _t), os.path.join(HERE, "%s-%s.gguf" % (_name, _t)),
                        "tests/golden/fixtures/%s converted by llama.cpp's convert_hf_to_gguf.py --outtype %s"
