@@ -123,8 +123,20 @@ static void show_container(const RadContainer *c, TokenizerCheck *check)
     char b[32];
     printf("%-14s%s (%s plugin, %s)\n", "architecture", rad_safe(meta_str(c, "arch.hf_name")),
            rad_safe(meta_str(c, "arch.id")), rad_safe(meta_str(c, "arch.quant")));
-    printf("%-14s%lld layers, embedding %lld, feed-forward %lld\n", "size",
-           (long long)meta_int(c, "model.n_layers"), (long long)meta_int(c, "model.n_embd"),
+    /* MTP (next-token prediction) layers after the decoder (GLM-4.5,
+    ** DeepSeek-V3): config.json does not count them in num_hidden_layers,
+    ** a GGUF's block_count does; no plugin runs them yet (issue 16). */
+    int64_t layers = meta_int(c, "model.n_layers"), mtp = meta_int(c, "num_nextn_predict_layers");
+    char key[200];
+    if (rad_meta_table_find(&c->meta, "arch.gguf")) {
+        snprintf(key, sizeof key, "gguf.%s.nextn_predict_layers", meta_str(c, "arch.gguf"));
+        mtp = meta_int(c, key);
+        if (mtp > 0 && mtp < layers) layers -= mtp;
+        else mtp = 0;
+    }
+    printf("%-14s%lld layers", "size", (long long)layers);
+    if (mtp > 0) printf(" (and %lld MTP layer%s, not run)", (long long)mtp, mtp > 1 ? "s" : "");
+    printf(", embedding %lld, feed-forward %lld\n", (long long)meta_int(c, "model.n_embd"),
            (long long)meta_int(c, "model.n_ff"));
     printf("%-14s%lld heads, %lld KV heads, head dim %lld\n", "attention",
            (long long)meta_int(c, "model.n_head"), (long long)meta_int(c, "model.n_head_kv"),

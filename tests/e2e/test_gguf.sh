@@ -248,4 +248,12 @@ $R convert "$FIXTURES/llama" -o "$WORK/llama-q4km.rad" --quant Q4_K_M 2>"$WORK/e
     && $R show "$WORK/llama-q4km.rad" >"$WORK/out" && grep -Eq "^  attn_q.weight +[0-9]+ +q5_0 " "$WORK/out" \
     && ok "convert --quant Q4_K_M: rows of 64 fall back as llama.cpp's (q4_k -> q5_0)" || not_ok "convert Q4_K_M: $(cat "$WORK/err") $(cat "$WORK/out")"
 
+# GLM-4.5's GGUF counts its MTP layer in block_count (4); show says 3 run and 1 does not,
+# as does the .rad converted from the checkpoint (whose config counts 3 and names 1 MTP layer)
+GLM="$RADIANCE_SRC/tests/models/llamacpp/glm4moe-tiny-f32.gguf"
+$R show "$GLM" 2>&1 | grep -q "^size *3 layers (and 1 MTP layer, not run)," \
+    && ok "show: a glm4moe GGUF's MTP layer is not counted as a decoder layer" || not_ok "show glm4moe: $($R show "$GLM" 2>&1 | grep size)"
+$R convert "$FIXTURES/glm4moe" -o "$WORK/glm.rad" >/dev/null 2>&1 && $R show "$WORK/glm.rad" 2>&1 | grep -q "^size *3 layers (and 1 MTP layer, not run)," \
+    && ok "show: the .rad of a GLM-4.5 checkpoint says so too" || not_ok "show glm.rad: $($R show "$WORK/glm.rad" 2>&1 | grep size)"
+
 finish
