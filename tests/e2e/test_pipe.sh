@@ -239,4 +239,19 @@ done
 [ "$same" = 1 ] && ok "greedy tokens identical at -t 1, 2 and 3 (short and long prompt)" \
     || not_ok "greedy tokens differ across thread counts: $(head -2 "$WORK/err")"
 
+# The same for a mixture-of-experts model: GLM-4.5's q8_0 GGUF (sigmoid routing
+# in groups, a shared expert), a 200-token prompt (prefill rows grouped by
+# expert) and 16 decode steps.
+GLM="$RADIANCE_SRC/tests/models/llamacpp/glm4moe-tiny-q8_0.gguf"
+ids=$(seq -s, 1 200)
+same=1 first=""
+for t in 1 2 3; do
+    out=$($R run "$GLM" --tokens "$ids" -n 16 --temp 0 -t $t 2>"$WORK/err")
+    [ -n "$out" ] || { same=0; break; }
+    [ -z "$first" ] && first=$out
+    [ "$out" = "$first" ] || same=0
+done
+[ "$same" = 1 ] && ok "MoE (glm4moe q8_0): greedy tokens identical at -t 1, 2 and 3" \
+    || not_ok "glm4moe greedy tokens differ across thread counts: $(head -2 "$WORK/err")"
+
 finish
