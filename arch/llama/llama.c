@@ -77,7 +77,7 @@ const char *const *rad_arch_hf_names(void) { return hf_names; }
 ** so the families say so.  (A Qwen3-MoE checkpoint with norm_topk_prob off
 ** reaches GGUF renormalised; llama.cpp runs it so too.)  A glm4moe file
 ** writes its routing in keys of its own (glm4moe.expert_*), read by
-** glm_gguf_key below. */
+** glm_key below. */
 static const RadMetaKV adjacent_pairs[] = {
     {.key = "model.rope_mode", .type = RAD_META_INT, .i = 1, .f = 1},     /* rope mode 1: adjacent pairs */
 };

@@ -98,7 +98,7 @@ echo "$plan" | grep -q "streamed experts: 16 runs .* a cache of 16 slots" \
 G="$RADIANCE_SRC/tests/models/llamacpp"
 expect_fail "--stream-experts on a GGUF" 4 "ffn_.*_exps.weight' is one stacked tensor.*radiance convert FILE.gguf" \
     $R run "$G/qwen3moe-tiny-q8_0.gguf" --tokens 1,2 -n 1 --stream-experts
-for f in qwen3moe-tiny-q8_0 mixtral-tiny-f32 gpt-oss-tiny-f32 glm4moe-tiny-f32; do
+for f in qwen3moe-tiny-q8_0 mixtral-tiny-f32 gpt-oss-tiny-f32 glm4moe-tiny-f32 glm4moe-air-tiny-f32; do
     $R convert "$G/$f.gguf" -o "$WORK/$f.rad" >/dev/null 2>&1 || not_ok "$f: convert of the GGUF failed"
     direct=$($R run "$G/$f.gguf" --tokens 1,2,3,4,5 -n 10 --temp 0 2>/dev/null)
     streamed=$($R run "$WORK/$f.rad" --tokens 1,2,3,4,5 -n 10 --temp 0 --stream-experts --expert-cache 1K 2>/dev/null)
