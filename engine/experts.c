@@ -9,9 +9,9 @@
 ** their mapped pages are never touched; instead, just before an op reads a
 ** stack (moe_gemm), the experts its rows chose (the op's ids operand, which
 ** the router wrote earlier in the same step) are made resident: a hit costs
-** nothing; the misses get a free or the least recently used slot each and
-** are read together, one request per run, all in flight at once
-** (expert_io.c).  The op then sees the stack through RadTensor.slices, each
+** nothing; the misses get a free slot each, else the least recently used
+** one (the most recently used in a sweep: see place), and are read
+** together, one request per run, all in flight at once (expert_io.c).  The op then sees the stack through RadTensor.slices, each
 ** chosen slice pointing into its slot, in the stored layout (no copy).
 **
 ** Results do not depend on it: a kernel gives the same bits from a slice
@@ -216,24 +216,38 @@ void rad_experts_describe(const RadExperts *x, char *out, size_t n)
              x->direct ? "with O_DIRECT" : "through the page cache", rad_expert_io_kind(x->io));
 }
 
-/* Run r chosen by op `tick`: pinned where it is, or queued to be read into
-** a free or the least recently used slot that this op does not hold. */
-static int want(RadExperts *x, int32_t r, uint64_t tick, int *n_missed)
+/* Run r chosen by op `tick`: found where it is (pinned for the op), or
+** -1 when it must be read. */
+static int pin(RadExperts *x, int32_t r, uint64_t tick)
 {
     ExpertRun *run = &x->runs[r];
-    if (run->wanted == tick) return RAD_OK;     /* a second stack of the same expert */
+    if (run->wanted == tick) return 1;          /* a second stack or row of the same expert */
     run->wanted = tick;
-    if (run->slot >= 0) {
-        x->hits++;
-        x->slots[run->slot].used = x->slots[run->slot].pinned = tick;
-        return RAD_OK;
-    }
+    if (run->slot < 0) return -1;
+    x->hits++;
+    x->slots[run->slot].used = x->slots[run->slot].pinned = tick;
+    return 1;
+}
+
+/* Missed run r of op `tick` queued to be read into a free slot, else one
+** this op does not hold: the least recently used, or in a sweep the most
+** recently used.  A sweep is an op that chose most of its layer's experts
+** (a prefill chunk): layer after layer it asks for nearly everything, in
+** the same order every step, and least recently used would evict exactly
+** the experts the next step needs first, for no hits at all once the
+** model's experts exceed the cache; evicting the newest instead keeps the
+** earlier layers' experts resident and lets the sweep pass through the
+** rest (about the cache's share of hits, the best a cycle allows). */
+static int place(RadExperts *x, int i, uint64_t tick, int sweep)
+{
+    const int32_t r = x->missed[i];
+    ExpertRun *run = &x->runs[r];
     int best = -1;
     for (int s = 0; s < x->n_slots; s++) {
         const ExpertSlot *slot = &x->slots[s];
         if (slot->pinned == tick) continue;
         if (slot->run < 0) { best = s; break; }
-        if (best < 0 || slot->used < x->slots[best].used) best = s;
+        if (best < 0 || (sweep ? slot->used > x->slots[best].used : slot->used < x->slots[best].used)) best = s;
     }
     if (best < 0)
         return rad_error_set(RAD_E_STATE, "%s: expert cache of %d slots is full within one op", x->path, x->n_slots);
@@ -245,9 +259,7 @@ static int want(RadExperts *x, int32_t r, uint64_t tick, int *n_missed)
     /* The run rounded up to the alignment O_DIRECT needs (the padding the
     ** container writes after the run makes it readable). */
     const size_t n = (size_t)round_up(run->bytes, x->align > 1 ? x->align : 1);
-    x->missed[*n_missed] = r;
-    x->reads[*n_missed] = (RadExpertRead){.dst = slot->data, .offset = run->offset, .bytes = n, .buffer = best};
-    ++*n_missed;
+    x->reads[i] = (RadExpertRead){.dst = slot->data, .offset = run->offset, .bytes = n, .buffer = best};
     return RAD_OK;
 }
 
@@ -294,17 +306,35 @@ int rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *opera
     if (rows > ids->shape[0]) return rad_error_set(RAD_E_SHAPE, "%s: %lld rows of expert ids, %lld held", x->path,
                                                    (long long)rows, (long long)ids->shape[0]);
     const int64_t count = rows * (ids->rank > 1 ? ids->shape[1] : 1);
-    /* First every chosen run, so that all the misses go out together. */
-    int n_missed = 0;
+    /* First every chosen run: the resident ones pinned, the others listed,
+    ** so that no hit is evicted by a miss and all the misses go out
+    ** together. */
+    int n_missed = 0, n_chosen = 0, layer = 0;
     for (int s = 0; s < n_streamed; s++) {
         const RadWeightEntry *w = &b->weights[operands[streamed[s]].id];
+        if (w->d.n_slices > layer) layer = (int)w->d.n_slices;
         for (int64_t j = 0; j < count; j++) {
             int32_t e = id[j];
             if (e < 0 || e >= w->d.n_slices)
                 return rad_error_set(RAD_E_RANGE, "%s: expert id %d outside 0..%lld of '%s'", x->path, e,
                                      (long long)w->d.n_slices - 1, w->name);
-            int rc = want(x, w->d.group + e - x->group_lo, tick, &n_missed);
-            if (rc) return rc;
+            const int32_t r = w->d.group + e - x->group_lo;
+            const int was = x->runs[r].wanted == tick;
+            if (pin(x, r, tick) < 0) x->missed[n_missed++] = r;
+            n_chosen += !was;
+        }
+    }
+    const int sweep = 2 * n_chosen > layer;
+    for (int i = 0; i < n_missed; i++) {
+        int rc = place(x, i, tick, sweep);
+        if (rc) {
+            for (int k = 0; k < i; k++) {       /* the ones placed already are not resident */
+                ExpertRun *run = &x->runs[x->missed[k]];
+                x->slots[run->slot].run = -1;
+                run->slot = -1;
+            }
+            for (int k = 0; k < n_missed; k++) x->runs[x->missed[k]].wanted = 0;
+            return rc;
         }
     }
     int rc = read_missed(x, n_missed);
