@@ -528,16 +528,23 @@ typedef struct RadExpertRead {
     size_t bytes;
     int buffer;                         /* index among the buffers given to open, or -1 */
 } RadExpertRead;
-/* Reads from fd with `depth` requests in flight through io_uring (the
+/* Called once per read started: rc 0 when all its bytes landed, else
+** RAD_E_IO with the message set (the file, the offset, the cause). */
+typedef void (*RadExpertIoDone)(void *arg, uint64_t tag, int rc);
+/* Reads from fd with up to `depth` requests in flight through io_uring (the
 ** buffers registered as its fixed buffers when the kernel allows); depth 0,
-** or no io_uring, reads one pread() at a time.  Never fails for lack of
-** io_uring: rad_expert_io_kind says which was had. */
+** or no io_uring, reads each with pread() inside start.  Never fails for
+** lack of io_uring: rad_expert_io_kind says which was had. */
 int  rad_expert_io_open(int fd, const char *path, int depth, unsigned char *const *buffers, int n_buffers,
-                        size_t buffer_bytes, RadExpertIo **out);
+                        size_t buffer_bytes, RadExpertIoDone done, void *arg, RadExpertIo **out);
+/* Waits for the reads in flight first: no read lands after the call. */
 void rad_expert_io_free(RadExpertIo *io);
-/* All n reads complete, or RAD_E_IO naming the file and offset (after every
-** request in flight has come back: no read lands after the call). */
-int  rad_expert_io_read(RadExpertIo *io, const RadExpertRead *reads, int n);
+/* Start one read (waiting for one in flight to finish when `depth` are). */
+int  rad_expert_io_start(RadExpertIo *io, const RadExpertRead *read, uint64_t tag);
+/* Wait until one read in flight finishes (its callback has run); at once
+** when none is in flight.  An error only when the ring itself fails. */
+int  rad_expert_io_wait(RadExpertIo *io);
+int  rad_expert_io_busy(const RadExpertIo *io);     /* reads in flight */
 const char *rad_expert_io_kind(const RadExpertIo *io);
 int  rad_expert_io_depth(const RadExpertIo *io);    /* requests in flight at most; 0: pread */
 

@@ -39,6 +39,9 @@ typedef struct ExpertRun {
     uint64_t pieces, piece_bytes; /* its slices: how many, their bytes summed */
     int slot;                   /* where it is resident, or -1 */
     uint64_t wanted;            /* the op counter of the last op that chose it */
+    size_t read_bytes;          /* what its read asks for (the run rounded up for O_DIRECT) */
+    int pending;                /* a read into its slot is in flight */
+    int ahead;                  /* read ahead of need and not used since: kept from eviction */
 } ExpertRun;
 
 typedef struct ExpertSlot {
@@ -60,12 +63,14 @@ struct RadExperts {
     ExpertSlot *slots;
     unsigned char **slot_data;  /* the slots' buffers, as registered for reads */
     RadExpertIo *io;
+    int io_rc;                  /* the first failed read the op being bound needs */
+    int prefetch;               /* a sweep reads the next layer's experts while it computes */
     int32_t *missed;            /* per op: the runs to read, [n_slots] */
-    RadExpertRead *reads;       /* per op: their reads, [n_slots] */
+    int32_t *chosen;            /* per op: every run it chose, [n_slots] */
     const void **slices;        /* per op: [n_weights_streamed][max_slices] pointers */
     int64_t max_slices;
     int max_per_op;             /* stacks one op may read: w and bias */
-    int64_t loads, hits, wait_ns;
+    int64_t loads, hits, wait_ns, prefetches;
     uint64_t bytes_read;
 };
 
@@ -85,7 +90,7 @@ void rad_experts_free(RadExperts *x)
     free(x->slots);
     free(x->slot_data);
     free(x->missed);
-    free(x->reads);
+    free(x->chosen);
     free(x->runs);
     free(x->slices);
     free(x);
@@ -176,6 +181,23 @@ int rad_experts_min_slots(const RadExperts *x) { return (int)(x->max_slices < x-
 int rad_experts_count(const RadExperts *x) { return x->n_runs; }
 int64_t rad_experts_slots(const RadExperts *x) { return x->n_slots; }
 
+/* A read has finished: the run is resident, or (failed) not, and the op
+** being bound fails with it when it chose the run. */
+static void landed(void *arg, uint64_t tag, int rc)
+{
+    RadExperts *x = arg;
+    ExpertRun *run = &x->runs[(int32_t)tag];
+    run->pending = 0;
+    if (rc) {
+        if (run->slot >= 0) x->slots[run->slot].run = -1;
+        run->slot = -1;
+        if (run->wanted == x->clock && !x->io_rc) x->io_rc = rc;
+        return;
+    }
+    x->loads++;
+    x->bytes_read += run->read_bytes;
+}
+
 int rad_experts_start(RadExperts *x, RadEngine *e, int64_t n_slots)
 {
     /* At least a layer's experts (an op may need every one); never more
@@ -186,9 +208,9 @@ int rad_experts_start(RadExperts *x, RadEngine *e, int64_t n_slots)
     x->slots = calloc((size_t)x->n_slots, sizeof *x->slots);
     x->slot_data = calloc((size_t)x->n_slots, sizeof *x->slot_data);
     x->missed = calloc((size_t)x->n_slots, sizeof *x->missed);
-    x->reads = calloc((size_t)x->n_slots, sizeof *x->reads);
+    x->chosen = calloc((size_t)x->n_slots, sizeof *x->chosen);
     x->slices = calloc((size_t)(x->max_per_op * x->max_slices), sizeof *x->slices);
-    if (!x->slots || !x->slot_data || !x->missed || !x->reads || !x->slices) return RAD_E_NOMEM;
+    if (!x->slots || !x->slot_data || !x->missed || !x->chosen || !x->slices) return RAD_E_NOMEM;
     for (int s = 0; s < x->n_slots; s++) {
         x->slots[s].run = -1;
         x->slots[s].data = x->slot_data[s] = aligned_alloc(4096, x->slot_bytes);
@@ -205,7 +227,9 @@ int rad_experts_start(RadExperts *x, RadEngine *e, int64_t n_slots)
     x->depth = e->opt.expert_io_depth > 0 ? e->opt.expert_io_depth
              : e->opt.expert_io_depth < 0 ? 0 : RAD_EXPERT_IO_DEPTH;
     if (x->depth > x->n_slots) x->depth = x->n_slots;  /* never more in flight than one op can miss */
-    return rad_expert_io_open(x->fd, x->path, x->depth, x->slot_data, x->n_slots, x->slot_bytes, &x->io);
+    x->prefetch = e->opt.expert_prefetch >= 0;
+    return rad_expert_io_open(x->fd, x->path, x->depth, x->slot_data, x->n_slots, x->slot_bytes, landed, x,
+                              &x->io);
 }
 
 void rad_experts_describe(const RadExperts *x, char *out, size_t n)
@@ -224,6 +248,7 @@ static int pin(RadExperts *x, int32_t r, uint64_t tick)
     if (run->wanted == tick) return 1;          /* a second stack or row of the same expert */
     run->wanted = tick;
     if (run->slot < 0) return -1;
+    run->ahead = 0;
     x->hits++;
     x->slots[run->slot].used = x->slots[run->slot].pinned = tick;
     return 1;
@@ -238,52 +263,78 @@ static int pin(RadExperts *x, int32_t r, uint64_t tick)
 ** model's experts exceed the cache; evicting the newest instead keeps the
 ** earlier layers' experts resident and lets the sweep pass through the
 ** rest (about the cache's share of hits, the best a cycle allows). */
-static int place(RadExperts *x, int i, uint64_t tick, int sweep)
+static int place(RadExperts *x, int32_t r, uint64_t tick, int sweep, int pin_it, RadExpertRead *read)
 {
-    const int32_t r = x->missed[i];
     ExpertRun *run = &x->runs[r];
     int best = -1;
-    for (int s = 0; s < x->n_slots; s++) {
-        const ExpertSlot *slot = &x->slots[s];
-        if (slot->pinned == tick) continue;
-        if (slot->run < 0) { best = s; break; }
-        if (best < 0 || (sweep ? slot->used > x->slots[best].used : slot->used < x->slots[best].used)) best = s;
+    /* A slot read ahead is kept until an op uses it (else the next guess,
+    ** the newest slot, would evict the last); a demand read takes one when
+    ** nothing else is left, once its read has landed. */
+    for (int keep_ahead = 1; best < 0;) {
+        for (int s = 0; s < x->n_slots; s++) {
+            const ExpertSlot *slot = &x->slots[s];
+            if (slot->pinned == tick) continue;
+            if (slot->run >= 0 && (x->runs[slot->run].pending || (keep_ahead && x->runs[slot->run].ahead))) continue;
+            if (slot->run < 0) { best = s; break; }
+            if (best < 0 || (sweep ? slot->used > x->slots[best].used : slot->used < x->slots[best].used)) best = s;
+        }
+        if (best >= 0 || !pin_it) break;
+        if (keep_ahead) keep_ahead = 0;
+        else if (!rad_expert_io_busy(x->io) || rad_expert_io_wait(x->io)) break;
     }
     if (best < 0)
         return rad_error_set(RAD_E_STATE, "%s: expert cache of %d slots is full within one op", x->path, x->n_slots);
     ExpertSlot *slot = &x->slots[best];
-    if (slot->run >= 0) x->runs[slot->run].slot = -1;
+    if (slot->run >= 0) {
+        x->runs[slot->run].slot = -1;
+        x->runs[slot->run].ahead = 0;
+    }
     slot->run = r;
-    slot->used = slot->pinned = tick;
+    slot->used = tick;
+    if (pin_it) slot->pinned = tick;
     run->slot = best;
     /* The run rounded up to the alignment O_DIRECT needs (the padding the
     ** container writes after the run makes it readable). */
-    const size_t n = (size_t)round_up(run->bytes, x->align > 1 ? x->align : 1);
-    x->reads[i] = (RadExpertRead){.dst = slot->data, .offset = run->offset, .bytes = n, .buffer = best};
+    run->read_bytes = (size_t)round_up(run->bytes, x->align > 1 ? x->align : 1);
+    *read = (RadExpertRead){.dst = slot->data, .offset = run->offset, .bytes = run->read_bytes, .buffer = best};
     return RAD_OK;
 }
 
-/* The op's misses, read together.  A failed batch leaves none of its runs
-** resident: their slots hold whatever bytes arrived. */
-static int read_missed(RadExperts *x, int n_missed)
+/* Start the read of run r (placed): pending until it lands. */
+static int start(RadExperts *x, int32_t r, const RadExpertRead *read)
 {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = rad_expert_io_read(x->io, x->reads, n_missed);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    x->wait_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
-    for (int i = 0; i < n_missed; i++) {
-        ExpertRun *run = &x->runs[x->missed[i]];
-        if (rc) {
-            x->slots[run->slot].run = -1;
-            run->slot = -1;
-            run->wanted = 0;
-            continue;
-        }
-        x->loads++;
-        x->bytes_read += x->reads[i].bytes;
+    x->runs[r].pending = 1;
+    int rc = rad_expert_io_start(x->io, read, (uint64_t)r);
+    ExpertRun *run = &x->runs[r];
+    if (rc && run->pending) {       /* never started: not resident */
+        run->pending = 0;
+        x->slots[run->slot].run = -1;
+        run->slot = -1;
     }
     return rc;
+}
+
+/* While a sweep of layer runs [first, first + n) computes, the next
+** layer's experts (a sweep wants nearly all of them next) are read into
+** slots no op holds, ahead of need: the drive works while the cores do.
+** As many as there are such slots (evicting the newest first, as a sweep
+** does); nothing waits for them here. */
+static void read_ahead(RadExperts *x, int32_t first, int n, uint64_t tick)
+{
+    int32_t r = first + n;
+    while (r < x->n_runs && x->runs[r].offset == UINT64_MAX) r++;  /* a dense layer between */
+    if (r >= x->n_runs) r = 0;                                      /* the next step starts over */
+    for (int k = 0; k < n && r < x->n_runs; k++, r++) {
+        ExpertRun *run = &x->runs[r];
+        if (run->offset == UINT64_MAX || run->slot >= 0) continue;
+        RadExpertRead read;
+        if (place(x, r, tick, 1, 0, &read) || start(x, r, &read)) {
+            rad_error_clear();      /* no slot free, or the ring refused: read on demand instead */
+            return;
+        }
+        run->ahead = run->slot >= 0;
+        x->prefetches++;
+    }
 }
 
 int rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *operands, int n, int64_t rows,
@@ -310,35 +361,50 @@ int rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *opera
     ** so that no hit is evicted by a miss and all the misses go out
     ** together. */
     int n_missed = 0, n_chosen = 0, layer = 0;
+    int32_t first = 0;
     for (int s = 0; s < n_streamed; s++) {
         const RadWeightEntry *w = &b->weights[operands[streamed[s]].id];
         if (w->d.n_slices > layer) layer = (int)w->d.n_slices;
+        first = w->d.group - x->group_lo;
         for (int64_t j = 0; j < count; j++) {
             int32_t e = id[j];
             if (e < 0 || e >= w->d.n_slices)
                 return rad_error_set(RAD_E_RANGE, "%s: expert id %d outside 0..%lld of '%s'", x->path, e,
                                      (long long)w->d.n_slices - 1, w->name);
             const int32_t r = w->d.group + e - x->group_lo;
-            const int was = x->runs[r].wanted == tick;
+            if (x->runs[r].wanted == tick) continue;
+            x->chosen[n_chosen++] = r;
             if (pin(x, r, tick) < 0) x->missed[n_missed++] = r;
-            n_chosen += !was;
         }
     }
     const int sweep = 2 * n_chosen > layer;
-    for (int i = 0; i < n_missed; i++) {
-        int rc = place(x, i, tick, sweep);
-        if (rc) {
-            for (int k = 0; k < i; k++) {       /* the ones placed already are not resident */
-                ExpertRun *run = &x->runs[x->missed[k]];
-                x->slots[run->slot].run = -1;
-                run->slot = -1;
-            }
-            for (int k = 0; k < n_missed; k++) x->runs[x->missed[k]].wanted = 0;
-            return rc;
-        }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    x->io_rc = 0;
+    int rc = RAD_OK;
+    for (int i = 0; i < n_missed && !rc; i++) {
+        RadExpertRead read;
+        rc = place(x, x->missed[i], tick, sweep, 1, &read);
+        if (!rc) rc = start(x, x->missed[i], &read);
     }
-    int rc = read_missed(x, n_missed);
-    if (rc) return rc;
+    /* Every chosen run landed: the misses just started, and hits whose
+    ** read ahead is still in flight. */
+    for (int i = 0; i < n_chosen && !rc; i++)
+        while (!rc && x->runs[x->chosen[i]].pending) rc = rad_expert_io_wait(x->io);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    x->wait_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    if (!rc && x->io_rc) rc = x->io_rc;     /* the message is the failed read's */
+    for (int i = 0; i < n_chosen && !rc; i++)
+        if (x->runs[x->chosen[i]].slot < 0)
+            rc = rad_error_set(RAD_E_IO, "%s: an expert's read failed", x->path);
+    if (rc) {
+        for (int i = 0; i < n_chosen; i++) x->runs[x->chosen[i]].wanted = 0;
+        return rc;
+    }
+    /* Reading ahead needs room for two layers: with less it evicts what
+    ** this step still wants. */
+    if (sweep && x->prefetch && rad_expert_io_depth(x->io) > 0 && x->n_slots >= 2 * layer)
+        read_ahead(x, first, layer, tick);
     for (int s = 0; s < n_streamed; s++) {
         const int i = streamed[s];
         const RadWeightEntry *w = &b->weights[operands[i].id];
@@ -369,6 +435,7 @@ void rad_experts_stats(const RadExperts *x, RadEngineStats *s)
     s->expert_slots = x->n_slots;
     s->expert_io_depth = rad_expert_io_depth(x->io);
     s->expert_wait_ns = x->wait_ns;
+    s->expert_prefetches = x->prefetches;
 }
 
 void rad_experts_print(const RadExperts *x, FILE *f)

@@ -85,6 +85,7 @@ static const char usage[] =
     "      --no-stream-experts  never stream them: page them from the file\n"
     "      --expert-cache SIZE memory for streamed experts (default: what the budget leaves)\n"
     "      --io-depth N      expert reads in flight at once (default 8; 0: one at a time)\n"
+    "      --no-read-ahead   streamed experts: never read the next layer's during a prefill\n"
     "      --draft D         with --prompt-file: greedy generation plain and with speculative\n"
     "                        decoding (D: ngram, or a draft model), side by side\n"
     "      --draft-max K     most tokens guessed per step (default 8)\n"
@@ -728,7 +729,8 @@ static void print_json(FILE *f, const BenchModel *m, int threads, const BenchRes
 
 int rad_cmd_bench(int argc, char **argv)
 {
-    enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET, DRAFT, DRAFT_MAX, PROMPT_FILE, STREAM, CACHE, NO_STREAM, IO_DEPTH };
+    enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET, DRAFT, DRAFT_MAX, PROMPT_FILE, STREAM, CACHE, NO_STREAM, IO_DEPTH,
+           NO_AHEAD };
     static const struct option options[] = {
         {"model", required_argument, 0, 'm'}, {"n-prompt", required_argument, 0, 'p'},
         {"n-gen", required_argument, 0, 'n'}, {"repetitions", required_argument, 0, 'r'},
@@ -738,6 +740,7 @@ int rad_cmd_bench(int argc, char **argv)
         {"parallel", required_argument, 0, PARALLEL}, {"mem-budget", required_argument, 0, MEM_BUDGET},
         {"stream-experts", no_argument, 0, STREAM}, {"expert-cache", required_argument, 0, CACHE},
         {"no-stream-experts", no_argument, 0, NO_STREAM}, {"io-depth", required_argument, 0, IO_DEPTH},
+        {"no-read-ahead", no_argument, 0, NO_AHEAD},
         {"draft", required_argument, 0, DRAFT}, {"draft-max", required_argument, 0, DRAFT_MAX},
         {"prompt-file", required_argument, 0, PROMPT_FILE},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
@@ -773,6 +776,7 @@ int rad_cmd_bench(int argc, char **argv)
         case MEM_BUDGET: rc = rad_parse_bytes("bench --mem-budget", optarg, &opt.mem_budget); break;
         case STREAM: opt.stream_experts = RAD_STREAM_ON; break;
         case NO_STREAM: opt.stream_experts = RAD_STREAM_OFF; break;
+        case NO_AHEAD: opt.expert_prefetch = -1; break;
         case IO_DEPTH:
             rc = parse_count("--io-depth", optarg, 0, 256, &opt.expert_io_depth);
             if (!rc && opt.expert_io_depth == 0) opt.expert_io_depth = -1;     /* one pread at a time */

@@ -60,6 +60,8 @@ typedef struct RadEngineOptions {
                                 ** experts, the least that streams */
     int expert_io_depth;        /* expert reads in flight at once (io_uring); 0: the default
                                 ** (RAD_EXPERT_IO_DEPTH in docs/RESIDENCY.md); -1: one pread at a time */
+    int expert_prefetch;        /* 0: a prefill reads the next layer's experts while this one
+                                ** computes (with io_uring); -1: never ahead of need */
 } RadEngineOptions;
 
 enum { RAD_COPIES_BACKGROUND = 0, RAD_COPIES_AT_OPEN = 1, RAD_COPIES_ON_WAIT = 2 };
@@ -173,6 +175,7 @@ typedef struct RadEngineStats {
     /* their reads: requests in flight at most (0: one pread at a time), and
     ** the time steps waited for them, in nanoseconds */
     int64_t expert_io_depth, expert_wait_ns;
+    int64_t expert_prefetches;  /* runs read ahead of need (counted in loads when they land) */
 } RadEngineStats;
 void rad_engine_stats(const RadEngine *e, RadEngineStats *out);
 

@@ -418,11 +418,13 @@ static void copies_made_later_change_no_bit(void **state)
 ** leaves; 1: the fewest slots, one layer's experts, so that each layer
 ** evicts the one before), read with
 ** `depth` requests in flight (RadEngineOptions.expert_io_depth). */
-static float *stream_run(const char *path, int stream, int depth, int64_t cache_bytes, RadEngineStats *stats)
+static float *stream_run(const char *path, int stream, int depth, int64_t cache_bytes, int prefetch,
+                         RadEngineStats *stats)
 {
     RadEngineOptions opt = {.model_path = path, .kv_type = "f16", .max_seqs = 1, .max_tok = 16, .max_ctx = 256,
                             .kernels = "cpu,ref", .copies = RAD_COPIES_AT_OPEN, .stream_experts = stream,
-                            .expert_io_depth = depth, .expert_cache_bytes = cache_bytes};
+                            .expert_io_depth = depth, .expert_cache_bytes = cache_bytes,
+                            .expert_prefetch = prefetch};
     RadEngine *e = NULL;
     if (rad_engine_open(&opt, &e)) fail_msg("open %s: %s", path, rad_error_message());
     int vocab = rad_engine_n_vocab(e), seq;
@@ -446,15 +448,18 @@ static float *stream_run(const char *path, int stream, int depth, int64_t cache_
 ** and found resident, and at least one model reads more runs than the cache holds
 ** (evictions happen).  The same holds however the reads go: one pread at a
 ** time, one io_uring request in flight, the default depth (each with the
-** least cache: 1 byte asked), and with the cache the budget gives (here
-** every expert: nothing is read twice); and the depth changes what is read
-** not at all (the same runs, the same bytes). */
+** least cache: 1 byte asked, too small to read ahead), and with the cache
+** the budget gives (here every expert: nothing is read twice), the next
+** layer read ahead during a prefill and not; and the depth changes what is
+** read not at all (the same runs, the same bytes). */
 static void streamed_experts_change_no_bit(void **state)
 {
     (void)state;
     const char *models[][2] = {{"gpt_oss", "q8_0"}, {"qwen3moe", "f32"}, {"olmoe", "q8_0"}, {"glm4moe", "q8_0"}};
-    const struct { int depth; int64_t cache; const char *name; } ways[] = {
-        {-1, 1, "pread"}, {1, 1, "depth 1"}, {0, 1, "default depth"}, {0, 0, "cache from the budget"}};
+    const struct { int depth; int64_t cache; int prefetch; const char *name; } ways[] = {
+        {-1, 1, 0, "pread"}, {1, 1, 0, "depth 1"}, {0, 1, 0, "default depth"},
+        {0, 0, -1, "budget's cache, not ahead"}, {0, 0, 0, "cache from the budget"}};
+    int64_t ahead = 0;
     int evicted = 0;
     struct io_uring ring;
     const int uring_allowed = io_uring_queue_init(1, &ring, 0) == 0;
@@ -466,17 +471,20 @@ static void streamed_experts_change_no_bit(void **state)
         int vocab = rad_engine_n_vocab(probe);
         rad_engine_close(probe);
         RadEngineStats held, first;
-        float *a = stream_run(path, 0, 0, 0, &held);
+        float *a = stream_run(path, 0, 0, 0, 0, &held);
         assert_int_equal(held.expert_loads, 0);
         for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
             RadEngineStats streamed;
-            float *b = stream_run(path, 1, ways[w].depth, ways[w].cache, &streamed);
+            float *b = stream_run(path, 1, ways[w].depth, ways[w].cache, ways[w].prefetch, &streamed);
             if (memcmp(a, b, (size_t)6 * vocab * sizeof(float)))
                 fail_msg("%s %s, %s: streamed experts change the logits", models[m][0], models[m][1], ways[w].name);
-            print_message("%-8s streamed, %-19s %lld runs read (%lld bytes), %lld found resident, %lld slots\n",
-                          models[m][0], ways[w].name, (long long)streamed.expert_loads,
-                          (long long)streamed.expert_bytes_read, (long long)streamed.expert_hits,
-                          (long long)streamed.expert_slots);
+            print_message("%-8s streamed, %-22s %lld runs read (%lld bytes, %lld ahead), %lld found resident, "
+                          "%lld slots\n", models[m][0], ways[w].name, (long long)streamed.expert_loads,
+                          (long long)streamed.expert_bytes_read, (long long)streamed.expert_prefetches,
+                          (long long)streamed.expert_hits, (long long)streamed.expert_slots);
+            if (ways[w].prefetch < 0 || ways[w].depth < 0) assert_int_equal(streamed.expert_prefetches, 0);
+            if (ways[w].cache == 1) assert_int_equal(streamed.expert_prefetches, 0);  /* no room to read ahead */
+            else if (ways[w].prefetch == 0) ahead += streamed.expert_prefetches;
             assert_true(streamed.expert_loads > 0 && streamed.expert_hits > 0);
             /* io_uring is used where the kernel gives it, not quietly skipped */
             if (ways[w].depth < 0 || !uring_allowed)
@@ -490,7 +498,7 @@ static void streamed_experts_change_no_bit(void **state)
             } else if (ways[w].cache == 1) {
                 assert_int_equal(streamed.expert_loads, first.expert_loads);
                 assert_int_equal(streamed.expert_bytes_read, first.expert_bytes_read);
-            } else {
+            } else if (ways[w].cache == 0) {
                 assert_true(streamed.expert_loads <= streamed.expert_slots);   /* nothing read twice */
             }
             free(b);
@@ -498,6 +506,7 @@ static void streamed_experts_change_no_bit(void **state)
         free(a);
     }
     assert_true(evicted > 0);       /* some model read more runs than the cache holds */
+    if (uring_allowed) assert_true(ahead > 0);      /* reads ahead happened, and changed no bit */
 }
 
 /* Pins: a model file shortened under a running model whose experts stream
