@@ -65,6 +65,7 @@ struct RadExperts {
     RadExpertIo *io;
     int io_rc;                  /* the first failed read the op being bound needs */
     int prefetch;               /* a sweep reads the next layer's experts while it computes */
+    FILE *trace;                /* opt.expert_trace, or NULL */
     int32_t *missed;            /* per op: the runs to read, [n_slots] */
     int32_t *chosen;            /* per op: every run it chose, [n_slots] */
     const void **slices;        /* per op: [n_weights_streamed][max_slices] pointers */
@@ -228,6 +229,10 @@ int rad_experts_start(RadExperts *x, RadEngine *e, int64_t n_slots)
              : e->opt.expert_io_depth < 0 ? 0 : RAD_EXPERT_IO_DEPTH;
     if (x->depth > x->n_slots) x->depth = x->n_slots;  /* never more in flight than one op can miss */
     x->prefetch = e->opt.expert_prefetch >= 0;
+    x->trace = e->opt.expert_trace;
+    if (x->trace)
+        fprintf(x->trace, "{\"experts\": %d, \"slots\": %d, \"slot_bytes\": %llu, \"least\": %d}\n", x->n_runs,
+                x->n_slots, (unsigned long long)x->slot_bytes, rad_experts_min_slots(x));
     return rad_expert_io_open(x->fd, x->path, x->depth, x->slot_data, x->n_slots, x->slot_bytes, landed, x,
                               &x->io);
 }
@@ -321,6 +326,8 @@ static int start(RadExperts *x, int32_t r, const RadExpertRead *read)
 ** does); nothing waits for them here. */
 static void read_ahead(RadExperts *x, int32_t first, int n, uint64_t tick)
 {
+    if (x->trace) fprintf(x->trace, ", \"ahead\": [");
+    int traced = 0;
     int32_t r = first + n;
     while (r < x->n_runs && x->runs[r].offset == UINT64_MAX) r++;  /* a dense layer between */
     if (r >= x->n_runs) r = 0;                                      /* the next step starts over */
@@ -334,7 +341,21 @@ static void read_ahead(RadExperts *x, int32_t first, int n, uint64_t tick)
         }
         run->ahead = run->slot >= 0;
         x->prefetches++;
+        if (x->trace) fprintf(x->trace, "%s%d", traced++ ? "," : "", (int)r);
     }
+    if (x->trace) fprintf(x->trace, "]");
+}
+
+/* The op's line of the trace, up to its reads ahead (read_ahead adds them). */
+static void trace_op(const RadExperts *x, uint64_t tick, int32_t first, int layer, int64_t rows, int sweep,
+                     int n_chosen, int n_missed, int64_t wait_ns)
+{
+    fprintf(x->trace, "{\"op\": %llu, \"layer\": %d, \"experts\": %d, \"rows\": %lld, \"sweep\": %d, \"chosen\": [",
+            (unsigned long long)tick, (int)first, layer, (long long)rows, sweep);
+    for (int i = 0; i < n_chosen; i++) fprintf(x->trace, "%s%d", i ? "," : "", (int)x->chosen[i]);
+    fprintf(x->trace, "], \"missed\": [");
+    for (int i = 0; i < n_missed; i++) fprintf(x->trace, "%s%d", i ? "," : "", (int)x->missed[i]);
+    fprintf(x->trace, "], \"wait_ns\": %lld", (long long)wait_ns);
 }
 
 int rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *operands, int n, int64_t rows,
@@ -392,19 +413,23 @@ int rad_experts_bind(RadExperts *x, const RadBuilder *b, const RadOperand *opera
     for (int i = 0; i < n_chosen && !rc; i++)
         while (!rc && x->runs[x->chosen[i]].pending) rc = rad_expert_io_wait(x->io);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    x->wait_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    const int64_t waited = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    x->wait_ns += waited;
+    if (x->trace) trace_op(x, tick, first, layer, rows, sweep, n_chosen, n_missed, waited);
     if (!rc && x->io_rc) rc = x->io_rc;     /* the message is the failed read's */
     for (int i = 0; i < n_chosen && !rc; i++)
         if (x->runs[x->chosen[i]].slot < 0)
             rc = rad_error_set(RAD_E_IO, "%s: an expert's read failed", x->path);
     if (rc) {
         for (int i = 0; i < n_chosen; i++) x->runs[x->chosen[i]].wanted = 0;
+        if (x->trace) fprintf(x->trace, ", \"failed\": true}\n");
         return rc;
     }
     /* Reading ahead needs room for two layers: with less it evicts what
     ** this step still wants. */
     if (sweep && x->prefetch && rad_expert_io_depth(x->io) > 0 && x->n_slots >= 2 * layer)
         read_ahead(x, first, layer, tick);
+    if (x->trace) fprintf(x->trace, "}\n");
     for (int s = 0; s < n_streamed; s++) {
         const int i = streamed[s];
         const RadWeightEntry *w = &b->weights[operands[i].id];

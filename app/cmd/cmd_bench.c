@@ -86,6 +86,8 @@ static const char usage[] =
     "      --expert-cache SIZE memory for streamed experts (default: what the budget leaves)\n"
     "      --io-depth N      expert reads in flight at once (default 8; 0: one at a time)\n"
     "      --no-read-ahead   streamed experts: never read the next layer's during a prefill\n"
+    "      --trace FILE      streamed experts: one JSON line per op (chosen, missed, read ahead,\n"
+    "                        time waited), for tests/bench/replay_trace.py\n"
     "      --draft D         with --prompt-file: greedy generation plain and with speculative\n"
     "                        decoding (D: ngram, or a draft model), side by side\n"
     "      --draft-max K     most tokens guessed per step (default 8)\n"
@@ -730,7 +732,7 @@ static void print_json(FILE *f, const BenchModel *m, int threads, const BenchRes
 int rad_cmd_bench(int argc, char **argv)
 {
     enum { KERNELS = 256, KVD, PLUGINS, PARALLEL, MEM_BUDGET, DRAFT, DRAFT_MAX, PROMPT_FILE, STREAM, CACHE, NO_STREAM, IO_DEPTH,
-           NO_AHEAD };
+           NO_AHEAD, TRACE };
     static const struct option options[] = {
         {"model", required_argument, 0, 'm'}, {"n-prompt", required_argument, 0, 'p'},
         {"n-gen", required_argument, 0, 'n'}, {"repetitions", required_argument, 0, 'r'},
@@ -740,7 +742,7 @@ int rad_cmd_bench(int argc, char **argv)
         {"parallel", required_argument, 0, PARALLEL}, {"mem-budget", required_argument, 0, MEM_BUDGET},
         {"stream-experts", no_argument, 0, STREAM}, {"expert-cache", required_argument, 0, CACHE},
         {"no-stream-experts", no_argument, 0, NO_STREAM}, {"io-depth", required_argument, 0, IO_DEPTH},
-        {"no-read-ahead", no_argument, 0, NO_AHEAD},
+        {"no-read-ahead", no_argument, 0, NO_AHEAD}, {"trace", required_argument, 0, TRACE},
         {"draft", required_argument, 0, DRAFT}, {"draft-max", required_argument, 0, DRAFT_MAX},
         {"prompt-file", required_argument, 0, PROMPT_FILE},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
@@ -749,7 +751,7 @@ int rad_cmd_bench(int argc, char **argv)
     const char *spec = NULL;
     int n_prompt = 512, n_gen = 128, reps = 5, batch = 0, format = OUT_MD, c, rc = RAD_OK;
     int parallel[16], n_parallel = 0, draft_max = RAD_DRAFT_MAX_DEFAULT;
-    const char *draft = NULL, *prompt_file = NULL;
+    const char *draft = NULL, *prompt_file = NULL, *trace_path = NULL;
     optind = 1;
     opterr = 0;     /* one line of our own instead of getopt's line plus the usage */
     while (rc == RAD_OK && (c = getopt_long(argc, argv, ":m:p:n:r:t:b:o:h", options, NULL)) != -1) {
@@ -777,6 +779,7 @@ int rad_cmd_bench(int argc, char **argv)
         case STREAM: opt.stream_experts = RAD_STREAM_ON; break;
         case NO_STREAM: opt.stream_experts = RAD_STREAM_OFF; break;
         case NO_AHEAD: opt.expert_prefetch = -1; break;
+        case TRACE: trace_path = optarg; break;
         case IO_DEPTH:
             rc = parse_count("--io-depth", optarg, 0, 256, &opt.expert_io_depth);
             if (!rc && opt.expert_io_depth == 0) opt.expert_io_depth = -1;     /* one pread at a time */
@@ -853,6 +856,10 @@ int rad_cmd_bench(int argc, char **argv)
     int32_t *ids = NULL;
     float *logits = NULL;
     memset(res, 0, sizeof res);
+    if (trace_path && !(opt.expert_trace = fopen(trace_path, "w"))) {
+        rc = rad_error_set(RAD_E_IO, "bench --trace %s: %s", trace_path, strerror(errno));
+        goto done;
+    }
     if ((rc = rad_engine_open(&opt, &e))) goto done;
     rad_model_say_mode(e, 0);
     /* Throughput is measured on the weights as they will stay: the kernels'
@@ -951,6 +958,8 @@ done:
     free(ids);
     free(logits);
     rad_engine_close(e);
+    if (opt.expert_trace && fclose(opt.expert_trace) && !rc)
+        rc = rad_error_set(RAD_E_IO, "bench --trace %s: %s", trace_path, strerror(errno));
     free(model_path);
     return rc ? rad_app_fail(rc) : RAD_EXIT_OK;
 }

@@ -62,6 +62,9 @@ typedef struct RadEngineOptions {
                                 ** (RAD_EXPERT_IO_DEPTH in docs/RESIDENCY.md); -1: one pread at a time */
     int expert_prefetch;        /* 0: a prefill reads the next layer's experts while this one
                                 ** computes (with io_uring); -1: never ahead of need */
+    FILE *expert_trace;         /* streamed experts: one JSON line per op that reads them (its
+                                ** layer, rows, chosen, missed and read-ahead experts, the time
+                                ** it waited), for offline study (tests/bench/replay_trace.py) */
 } RadEngineOptions;
 
 enum { RAD_COPIES_BACKGROUND = 0, RAD_COPIES_AT_OPEN = 1, RAD_COPIES_ON_WAIT = 2 };
