@@ -106,8 +106,12 @@
 #define RAD_LIMIT_REGEX_MATCH 10000000u
 
 /* PCRE2 depth limit: nested backtracking points of one match
-** (pcre2_set_depth_limit; the interpreter only). */
-#define RAD_LIMIT_REGEX_DEPTH 10000000u
+** (pcre2_set_depth_limit; the interpreter only).  Each point is a heap
+** frame of about 200 bytes and more with captures, so the heap limit below
+** would stop a match near a million points: this is set under it, so that
+** a pattern with few captures meets this limit and one with many meets
+** the heap limit (PCRE2's default of ten million could never be met). */
+#define RAD_LIMIT_REGEX_DEPTH 500000u
 
 /* PCRE2 heap limit, in KiB: the interpreter's backtracking frames
 ** (pcre2_set_heap_limit; JIT uses its stack).  PCRE2's default is 20 GB. */

@@ -14,7 +14,9 @@
 ** RAD_LIMIT_REGEX_MATCH; a pattern that is slow at every position (the
 ** quadratic kind, under the match limit at each one) is stopped by the
 ** per-encode CPU budget in about its time, not after minutes; a match too
-** deep for the JIT stack falls back to the interpreter and succeeds; a
+** deep for the JIT stack falls back to the interpreter and succeeds; one
+** too deep for the interpreter meets RAD_LIMIT_REGEX_DEPTH, or, with many
+** captures, RAD_LIMIT_REGEX_HEAP_KIB; a
 ** pattern past RAD_LIMIT_REGEX_PATTERN_BYTES is refused at create.  Every
 ** refusal is one line naming the limit and the tokenizer's file.
 **
@@ -446,6 +448,49 @@ static void test_jit_stack_falls_back(void **state)
     rad_text_free(t);
 }
 
+/* Encode `len` bytes of "abab..." with `regex` as the Split step: the
+** refusal's code, with its message checked for `limit`. */
+static void expect_deep_match_refused(const char *regex, size_t len, const char *limit)
+{
+    RadText *t = text_with_regex(regex);
+    char *s = repeat("ab", len);
+    int32_t *ids = NULL;
+    int n = 0;
+    rad_error_clear();
+    int rc = rad_text_encode(t, s, len, 0, &ids, &n);
+    if (rc == 0) fail_msg("%zu bytes of 'ab' under '%s' were encoded, not refused", len, regex);
+    assert_int_equal(rc, RAD_E_UNSUPPORTED);
+    assert_null(ids);
+    expect_message("hostile/tokenizer.json", "pre_tokenizer regex of step 0", limit, NULL);
+    free(s);
+    rad_text_free(t);
+}
+
+/* One match nested a million backtracking points deep (a repeated group over
+** 1.2 MB: one point per character), too deep for the JIT stack, so it runs in
+** the interpreter: RAD_LIMIT_REGEX_DEPTH stops it, by name.  Before, the depth
+** limit was PCRE2's default of ten million, which the heap limit always came
+** before (a point is a heap frame of about 200 bytes, so 256 MiB is met near
+** 1.3 million): the depth limit could never be met, and this text was
+** encoded after a million nested points and some 200 MB of frames. */
+static void test_deep_match_meets_depth_limit(void **state)
+{
+    (void)state;
+    expect_deep_match_refused("(?:a|b)+|[^ab]+", 1200000, "RAD_LIMIT_REGEX_DEPTH");
+}
+
+/* The same depth with forty captures: each frame holds their offsets (about
+** 850 bytes), so RAD_LIMIT_REGEX_HEAP_KIB comes first and stops it by name;
+** without the heap limit (PCRE2's default is 20 GB) the depth limit would. */
+static void test_capture_heavy_match_meets_heap_limit(void **state)
+{
+    (void)state;
+    char regex[256] = "(?:(a)|b)+|";
+    for (int i = 0; i < 40; i++) strcat(regex, "(c)");
+    strcat(regex, "[^ab]+");
+    expect_deep_match_refused(regex, 1200000, "RAD_LIMIT_REGEX_HEAP_KIB");
+}
+
 /* A pattern longer than RAD_LIMIT_REGEX_PATTERN_BYTES is refused by name. */
 static void test_pattern_length_limit(void **state)
 {
@@ -592,6 +637,8 @@ int main(void)
         cmocka_unit_test(test_backtracking_meets_match_limit),
         cmocka_unit_test(test_slow_pattern_meets_encode_budget),
         cmocka_unit_test(test_jit_stack_falls_back),
+        cmocka_unit_test(test_deep_match_meets_depth_limit),
+        cmocka_unit_test(test_capture_heavy_match_meets_heap_limit),
         cmocka_unit_test(test_pattern_length_limit),
         cmocka_unit_test(test_real_patterns_inside_limits),
         cmocka_unit_test(test_blob_chat_template_limit),
