@@ -23,6 +23,7 @@
 
 #include "rad_container.h"
 #include "rad_half.h"
+#include "rad_limits.h"
 
 /* ------------------------------------------------------------ fixtures */
 
@@ -633,6 +634,143 @@ static void test_bad_headers(void **state)
     rad_container_close(c);
 }
 
+/* ------------------------------------------------------------ limits */
+
+/* A growing string for the headers below. */
+typedef struct Text {
+    char *p;
+    size_t n, cap;
+} Text;
+
+static void text_add(Text *t, const char *s, size_t n)
+{
+    if (t->n + n + 1 > t->cap) {
+        t->cap = (t->n + n + 1) * 2;
+        t->p = realloc(t->p, t->cap);
+        assert_non_null(t->p);
+    }
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+    t->p[t->n] = 0;
+}
+
+static void text_puts(Text *t, const char *s)
+{
+    text_add(t, s, strlen(s));
+}
+
+/* A header whose meta holds one string of `len` bytes. */
+static char *header_with_string(size_t len)
+{
+    Text t = {0};
+    text_puts(&t, "{\"tensors\":[],\"blobs\":[],\"meta\":{\"general.license\":{\"s\":\"");
+    char *x = malloc(len);
+    memset(x, 'x', len);
+    text_add(&t, x, len);
+    free(x);
+    text_puts(&t, "\"}}}");
+    return t.p;
+}
+
+/* A header with `keys` integer meta keys. */
+static char *header_with_keys(size_t keys)
+{
+    Text t = {0};
+    text_puts(&t, "{\"tensors\":[],\"blobs\":[],\"meta\":{");
+    for (size_t i = 0; i < keys; i++) {
+        char kv[64];
+        snprintf(kv, sizeof kv, "%s\"k%zu\":{\"i\":1}", i ? "," : "", i);
+        text_puts(&t, kv);
+    }
+    text_puts(&t, "}}");
+    return t.p;
+}
+
+/* A header whose `array` ("tensors" or "blobs") has `n` entries (zeros: the
+** count is checked before any entry is read). */
+static char *header_with_entries(const char *array, size_t n)
+{
+    Text t = {0};
+    text_puts(&t, strcmp(array, "tensors") ? "{\"meta\":{},\"tensors\":[],\"blobs\":["
+                                           : "{\"meta\":{},\"blobs\":[],\"tensors\":[");
+    for (size_t i = 0; i < n; i++) text_puts(&t, i ? ",0" : "0");
+    text_puts(&t, "]}");
+    return t.p;
+}
+
+/* Every limit of base/rad_limits.h that a .rad header can ask past is
+** refused by name at open, and the number at the limit is still accepted
+** (issue 12, item 9: "a 1 GiB metadata string is read whole"; GGUF and
+** config.json have their own checks in test_bad_input.sh).  Each refusal
+** fails if its check is removed: the string and key cases would open, the
+** tensor count would go on to "tensor #0 ..." and the header size to
+** reading 256 MiB of zeros as JSON. */
+static void test_header_limits(void **state)
+{
+    (void)state;
+    const char *path = tpath("limits.rad");
+    RadContainer *c;
+
+    /* RAD_LIMIT_META_STRING_BYTES: a string of exactly the limit opens... */
+    char *h = header_with_string(RAD_LIMIT_META_STRING_BYTES);
+    write_raw(path, h, 0);
+    free(h);
+    assert_int_equal(rad_container_open(path, &c), 0);
+    const RadMetaKV *kv = rad_meta_table_find(&c->meta, "general.license");
+    assert_non_null(kv);
+    assert_int_equal(strlen(kv->s), RAD_LIMIT_META_STRING_BYTES);
+    rad_container_close(c);
+    /* ...one byte more is refused, naming the key and the limit */
+    h = header_with_string(RAD_LIMIT_META_STRING_BYTES + 1);
+    write_raw(path, h, 0);
+    free(h);
+    expect_refused(path, RAD_E_FORMAT, "meta 'general.license' is a string of 1048577 bytes");
+    expect_refused(path, RAD_E_FORMAT, "(RAD_LIMIT_META_STRING_BYTES)");
+    expect_refused(path, RAD_E_FORMAT, path);
+
+    /* RAD_LIMIT_META_KEYS */
+    h = header_with_keys(RAD_LIMIT_META_KEYS);
+    write_raw(path, h, 0);
+    free(h);
+    assert_int_equal(rad_container_open(path, &c), 0);
+    rad_container_close(c);
+    h = header_with_keys(RAD_LIMIT_META_KEYS + 1);
+    write_raw(path, h, 0);
+    free(h);
+    expect_refused(path, RAD_E_FORMAT, "65537 metadata keys, over the limit of 65536 (RAD_LIMIT_META_KEYS)");
+
+    /* RAD_LIMIT_TENSORS, for tensors and for blobs */
+    h = header_with_entries("tensors", RAD_LIMIT_TENSORS + 1);
+    write_raw(path, h, 0);
+    free(h);
+    expect_refused(path, RAD_E_FORMAT, "1048577 tensors and 0 blobs, over the limit of 1048576 (RAD_LIMIT_TENSORS)");
+    h = header_with_entries("blobs", RAD_LIMIT_TENSORS + 1);
+    write_raw(path, h, 0);
+    free(h);
+    expect_refused(path, RAD_E_FORMAT, "0 tensors and 1048577 blobs, over the limit");
+
+    /* RAD_LIMIT_RAD_HEADER_BYTES: a preamble declaring a header one byte
+    ** over, in a sparse file that really is that long (else the bounds
+    ** check would refuse it first, for running past the end). */
+    uint64_t hsize = RAD_LIMIT_RAD_HEADER_BYTES + 1, hoff = 4096, fsize = hoff + hsize;
+    uint8_t pre[64] = {0};
+    memcpy(pre, "RADMODEL", 8);
+    put_le32(pre + 8, 1);
+    put_le64(pre + 16, hoff);
+    put_le64(pre + 24, hsize);
+    put_le64(pre + 32, 4096);
+    put_le64(pre + 40, 0);
+    put_le64(pre + 48, fsize);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, pre, sizeof pre), (ssize_t)sizeof pre);
+    assert_int_equal(ftruncate(fd, (off_t)fsize), 0);
+    close(fd);
+    expect_refused(path, RAD_E_FORMAT, "a header of 268435457 bytes is over the limit of 268435456 "
+                                       "(RAD_LIMIT_RAD_HEADER_BYTES)");
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -648,6 +786,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_regions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_headers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_limits, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
