@@ -341,10 +341,12 @@ static int read_u64(Parser *ps, uint64_t *v, const char *field)
     return 0;
 }
 
-/* Read a string (u64 length + bytes) of at most `max` bytes into *out,
+/* Read a string (u64 length + bytes) of at most `max` bytes (`limit`, its
+** name in rad_limits.h, for the refusal) into *out,
 ** copied into the arena with a NUL after it.  `field` (and `elem` unless it
 ** is UINT64_MAX) name it in messages. */
-static int read_str(Parser *ps, RadGgufStr *out, uint64_t max, const char *field, uint64_t elem)
+static int read_str(Parser *ps, RadGgufStr *out, uint64_t max, const char *limit, const char *field,
+                    uint64_t elem)
 {
     /* The labels are only for messages: formatting them for every one of
     ** a vocabulary's 262k strings cost more than the rest of the open. */
@@ -375,11 +377,10 @@ static int read_str(Parser *ps, RadGgufStr *out, uint64_t max, const char *field
                              (unsigned long long)(ps->pos - 8), (unsigned long long)ps->size);
     if (len > max)
         return rad_error_set(RAD_E_FORMAT,
-                             "%s: %s: %s: length %llu is over the limit of %llu bytes%s%s%s: the "
+                             "%s: %s: %s: length %llu is over the limit of %llu bytes (%s): the "
                              "file is damaged or hostile",
                              ps->path, ps->what, where, (unsigned long long)len, (unsigned long long)max,
-                             max == ps->str_max ? " (" : "", max == ps->str_max ? ps->str_limit : "",
-                             max == ps->str_max ? ")" : "");
+                             limit);
     char *s = arena_alloc(ps->arena, (size_t)len + 1);
     if (!s)
         return rad_error_set(RAD_E_NOMEM, "%s: out of memory for a %llu-byte string", ps->path,
@@ -459,8 +460,8 @@ static int read_array(Parser *ps, RadGgufValue *v, int depth)
                              ps->path, ps->what, et);
     if (et == RAD_GGUF_ARRAY && depth >= NEST_MAX)
         return rad_error_set(RAD_E_FORMAT,
-                             "%s: %s: arrays nested more than %d deep: the file is damaged "
-                             "or hostile",
+                             "%s: %s: arrays nested more than %d deep (RAD_LIMIT_GGUF_NEST): the "
+                             "file is damaged or hostile",
                              ps->path, ps->what, NEST_MAX);
     if ((rc = read_u64(ps, &n, "array count"))) return rc;
 
@@ -499,7 +500,7 @@ static int read_array(Parser *ps, RadGgufValue *v, int depth)
             return rad_error_set(RAD_E_NOMEM, "%s: out of memory for %llu strings", ps->path,
                                  (unsigned long long)n);
         for (uint64_t i = 0; i < n; i++)
-            if ((rc = read_str(ps, &str[i], ps->str_max, "string element", i))) return rc;
+            if ((rc = read_str(ps, &str[i], ps->str_max, ps->str_limit, "string element", i))) return rc;
         v->arr.str = str;
         return 0;
     }
@@ -518,7 +519,7 @@ static int read_value(Parser *ps, int type, RadGgufValue *v, int depth)
 {
     if (type == RAD_GGUF_STRING) {
         v->type = type;
-        return read_str(ps, &v->str, ps->str_max, "string value", UINT64_MAX);
+        return read_str(ps, &v->str, ps->str_max, ps->str_limit, "string value", UINT64_MAX);
     }
     if (type == RAD_GGUF_ARRAY) return read_array(ps, v, depth);
     int rc = need(ps, value_type_size[type], "value");
@@ -621,7 +622,7 @@ static int read_kvs(Part *p, Parser *ps, uint64_t n_kv)
         Kv *kv = &p->kv[k];
         RadGgufStr key;
         snprintf(ps->what, sizeof ps->what, "metadata key %llu", (unsigned long long)k);
-        if ((rc = read_str(ps, &key, KEY_MAX, "name", UINT64_MAX))) return rc;
+        if ((rc = read_str(ps, &key, KEY_MAX, "RAD_LIMIT_GGUF_KEY_BYTES", "name", UINT64_MAX))) return rc;
         snprintf(ps->what, sizeof ps->what, "key '%s'", shown(key.s, key.len, name, sizeof name));
         if (strlen(key.s) != key.len)
             return rad_error_set(RAD_E_FORMAT, "%s: %s: the name holds a NUL byte: the file is damaged",
@@ -706,7 +707,7 @@ static int read_tensor_info(const Part *p, Parser *ps, uint64_t k, RadGgufTensor
     RadGgufStr s;
     int rc;
     snprintf(ps->what, sizeof ps->what, "tensor info %llu", (unsigned long long)k);
-    if ((rc = read_str(ps, &s, NAME_MAX_BYTES, "name", UINT64_MAX))) return rc;
+    if ((rc = read_str(ps, &s, NAME_MAX_BYTES, "RAD_LIMIT_TENSOR_NAME_BYTES", "name", UINT64_MAX))) return rc;
     if (s.len == 0)
         return rad_error_set(RAD_E_FORMAT, "%s: tensor info %llu has an empty name: the file is damaged",
                              p->path, (unsigned long long)k);
@@ -886,8 +887,9 @@ static int part_int(const Part *p, const char *key, int64_t dflt, int64_t lo, in
                              p->path, key, rad_gguf_type_name(v->type));
     }
     if (x < lo || x > hi)
-        return rad_error_set(RAD_E_FORMAT, "%s: key '%s' is %lld, outside [%lld, %lld]: the file is damaged",
-                             p->path, key, (long long)x, (long long)lo, (long long)hi);
+        return rad_error_set(RAD_E_FORMAT, "%s: key '%s' is %lld, outside [%lld, %lld]%s: the file is damaged",
+                             p->path, key, (long long)x, (long long)lo, (long long)hi,
+                             hi == SPLIT_MAX ? " (RAD_LIMIT_GGUF_SPLITS)" : "");
     *out = x;
     return 0;
 }

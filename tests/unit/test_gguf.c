@@ -25,6 +25,7 @@
 #include <pcre2.h>
 
 #include "gguf.h"
+#include "rad_limits.h"
 #include "tokenizer.h"
 #include "tokenizer_gguf.h"
 
@@ -789,6 +790,129 @@ static void test_huge_lengths(void **state)
     free(b.p);
 }
 
+/* A string of `n` copies of `c`. */
+static char *filled(char c, size_t n)
+{
+    char *s = malloc(n + 1);
+    assert_non_null(s);
+    memset(s, c, n);
+    s[n] = 0;
+    return s;
+}
+
+/* `b` followed by `n` zero bytes: room for a count the header claims, so
+** that the limit, not "more than the file can hold", is what refuses it. */
+static void pad(Buf *b, size_t n)
+{
+    uint8_t *z = calloc(1, n);
+    put(b, z, n);
+    free(z);
+}
+
+/* Every limit of base/rad_limits.h a GGUF can ask past is refused by name
+** (one line, the file and the limit), and the number at the limit is still
+** read.  Before, the key, tensor-name, nesting and split refusals gave the
+** number but not the limit's name (RAD_LIMIT_GGUF_KEY_BYTES,
+** RAD_LIMIT_TENSOR_NAME_BYTES, RAD_LIMIT_GGUF_NEST, RAD_LIMIT_GGUF_SPLITS),
+** and no test reached RAD_LIMIT_META_KEYS or RAD_LIMIT_TENSORS at all. */
+static void test_named_limits(void **state)
+{
+    (void)state;
+    RadGguf *g;
+    Buf b;
+
+    /* RAD_LIMIT_GGUF_KEY_BYTES: a key of 65535 bytes is read, 65536 refused */
+    char *key = filled('k', RAD_LIMIT_GGUF_KEY_BYTES + 1);
+    Kvs k1 = {0};
+    key[RAD_LIMIT_GGUF_KEY_BYTES] = 0;
+    kv_u32(&k1, key, 1);
+    b = small_file(&k1);
+    write_buf(tpath("key.gguf"), &b, b.n);
+    assert_int_equal(rad_gguf_open(tpath("key.gguf"), &g), 0);
+    assert_non_null(rad_gguf_get(g, key));
+    rad_gguf_close(g);
+    free(b.p);
+    free_kvs(&k1);
+    Kvs k2 = {0};
+    key[RAD_LIMIT_GGUF_KEY_BYTES] = 'k';
+    kv_u32(&k2, key, 1);
+    b = small_file(&k2);
+    expect_buf_refused(&b, RAD_E_FORMAT, "metadata key 0: name: length 65536 is over the limit of 65535 bytes "
+                                         "(RAD_LIMIT_GGUF_KEY_BYTES)");
+    free(b.p);
+    free_kvs(&k2);
+    free(key);
+
+    /* RAD_LIMIT_TENSOR_NAME_BYTES */
+    char *name = filled('t', RAD_LIMIT_TENSOR_NAME_BYTES + 1);
+    Tensor t[] = {{name, 0, 1, {4}}};
+    name[RAD_LIMIT_TENSOR_NAME_BYTES] = 0;
+    b = build(3, NULL, t, 1, 32, NULL, NULL);
+    write_buf(tpath("name.gguf"), &b, b.n);
+    assert_int_equal(rad_gguf_open(tpath("name.gguf"), &g), 0);
+    assert_non_null(rad_gguf_find_tensor(g, name));
+    rad_gguf_close(g);
+    free(b.p);
+    name[RAD_LIMIT_TENSOR_NAME_BYTES] = 't';
+    b = build(3, NULL, t, 1, 32, NULL, NULL);
+    expect_buf_refused(&b, RAD_E_FORMAT, "tensor info 0: name: length 1025 is over the limit of 1024 bytes "
+                                         "(RAD_LIMIT_TENSOR_NAME_BYTES)");
+    free(b.p);
+    free(name);
+
+    /* RAD_LIMIT_GGUF_NEST: arrays of arrays `depth` deep, one element each,
+    ** the innermost an empty u8 array */
+    for (int depth = RAD_LIMIT_GGUF_NEST; depth <= RAD_LIMIT_GGUF_NEST + 1; depth++) {
+        Kvs k = {0};
+        kv_arr(&k, "nested", T_ARR, 1);
+        for (int d = 1; d < depth; d++) {
+            put_u32(&k.b, T_ARR);
+            put_u64(&k.b, 1);
+        }
+        put_u32(&k.b, T_U8);
+        put_u64(&k.b, 0);
+        b = small_file(&k);
+        if (depth == RAD_LIMIT_GGUF_NEST) {
+            write_buf(tpath("nest.gguf"), &b, b.n);
+            rad_error_clear();
+            if (rad_gguf_open(tpath("nest.gguf"), &g)) fail_msg("%d deep: %s", depth, rad_error_message());
+            rad_gguf_close(g);
+        } else {
+            expect_buf_refused(&b, RAD_E_FORMAT, "key 'nested': arrays nested more than 8 deep (RAD_LIMIT_GGUF_NEST)");
+        }
+        free(b.p);
+        free_kvs(&k);
+    }
+
+    /* RAD_LIMIT_META_KEYS: the header claims one key more, in a file long
+    ** enough to hold them */
+    Kvs k3 = {0};
+    k3.n = RAD_LIMIT_META_KEYS + 1;
+    b = build(3, &k3, NULL, 0, 32, NULL, NULL);
+    pad(&b, (size_t)k3.n * 16);
+    expect_buf_refused(&b, RAD_E_FORMAT, "the header claims 65537 metadata keys, over the limit of 65536 "
+                                         "(RAD_LIMIT_META_KEYS)");
+    free(b.p);
+
+    /* RAD_LIMIT_TENSORS, the same way (25 MB of room) */
+    b = build(3, NULL, NULL, 0, 32, NULL, NULL);
+    uint64_t nt = RAD_LIMIT_TENSORS + 1;
+    memcpy(b.p + 8, &nt, 8);
+    pad(&b, (size_t)nt * 25);
+    expect_buf_refused(&b, RAD_E_FORMAT, "1048577 tensors in all parts, over the limit of 1048576 "
+                                         "(RAD_LIMIT_TENSORS)");
+    free(b.p);
+    unlink(tpath("bad.gguf"));
+
+    /* RAD_LIMIT_GGUF_SPLITS: a split.count past it */
+    Kvs k4 = {0};
+    kv_u32(&k4, "split.count", RAD_LIMIT_GGUF_SPLITS + 1);
+    b = small_file(&k4);
+    expect_buf_refused(&b, RAD_E_FORMAT, "key 'split.count' is 65536, outside [0, 65535] (RAD_LIMIT_GGUF_SPLITS)");
+    free(b.p);
+    free_kvs(&k4);
+}
+
 /* Two tensors with the same name are refused, naming it. */
 static void test_duplicate_tensor(void **state)
 {
@@ -1323,6 +1447,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_versions_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_past_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_huge_lengths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_named_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_tensor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_tensor_type, setup, teardown),
