@@ -12,12 +12,17 @@
 ** The hook is the link line, not the code under test: this test is linked
 ** with -Wl,--wrap for malloc, calloc, realloc, strdup, strndup, vasprintf
 ** and asprintf (Makefile, TESTLIBS of this target), so every call the core
-** library makes lands in the __wrap_ functions below; jansson, a shared
-** library, is routed through them with json_set_alloc_funcs.
+** library makes lands in the __wrap_ functions below.  The shared libraries
+** (jansson, PCRE2, utf8proc) allocate on their own and are not failed:
+** routing jansson here with json_set_alloc_funcs was tried, and jansson
+** 2.14 itself aborts on a failed allocation (assert in load.c's
+** lex_scan_string), so only our own code's allocations are tested.
 **
 ** What runs: the .rad writer and reader, the GGUF reader (as a container,
 ** tokenizer blob included), safetensors, config.json, a Hugging Face folder
-** (rad_checkpoint_open), and the builder through a small declaration.
+** (rad_checkpoint_open), the tokenizer.json importer on its own, the text
+** runtime (rad_text_create, then an encode and a decode), and the builder
+** through a small declaration.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,6 +40,8 @@
 #include "hf_config.h"
 #include "rad_container.h"
 #include "safetensors.h"
+#include "tokenizer.h"
+#include "text/rad_text.h"
 #include "../../engine/engine_internal.h"
 
 /* ------------------------------------------------------------ the hook */
@@ -222,6 +229,69 @@ static int read_checkpoint(void *arg)
     return rc;
 }
 
+/* A tokenizer.json and its tokenizer_config.json, read whole before the
+** runs (reading the file is not what is tested). */
+typedef struct TokFiles {
+    char *json, *config;
+    size_t json_len, config_len;
+} TokFiles;
+
+static char *slurp(const char *rel, size_t *len)
+{
+    char *path = src_path(rel);
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    free(path);
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *p = malloc((size_t)n + 1);
+    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    if (p) p[n] = 0;
+    *len = (size_t)n;
+    return p;
+}
+
+static int import_tokenizer(void *arg)
+{
+    TokFiles *tf = arg;
+    RadTokenizer *t = NULL;
+    int rc = rad_tokenizer_from_json(tf->json, tf->json_len, tf->config, tf->config_len, "llama/tokenizer.json", &t);
+    rad_tokenizer_free(t);
+    return rc;
+}
+
+/* rad_text_create on a freshly imported tokenizer (imported with no
+** failure injected: that is import_tokenizer's case), then one encode and
+** one decode of a text that meets the added tokens, the merges and the
+** byte fallback. */
+static int text_runtime(void *arg)
+{
+    TokFiles *tf = arg;
+    RadTokenizer *d = NULL;
+    armed = 0;
+    int rc = rad_tokenizer_from_json(tf->json, tf->json_len, tf->config, tf->config_len, "llama/tokenizer.json", &d);
+    armed = 1;
+    if (rc) return rc;
+    RadText *t = NULL;
+    if ((rc = rad_text_create(d, &t))) return rc;
+    static const char text[] = "Hello, world! caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87\n\n  12345 <|endoftext|>";
+    int32_t *ids = NULL;
+    int n = 0;
+    char *out = NULL;
+    size_t out_len = 0;
+    rc = rad_text_encode(t, text, sizeof text - 1, 1, &ids, &n);
+    if (!rc) rc = rad_text_decode(t, ids, n, 0, &out, &out_len);
+    free(ids);
+    free(out);
+    rad_text_free(t);
+    return rc;
+}
+
 /* A declaration with every kind of table the builder keeps, in convert
 ** mode (no container, no kernels): weights with name maps and aliases,
 ** buffers, KV groups bound to layers, ops reading and writing, the logits,
@@ -315,6 +385,33 @@ static void test_checkpoint(void **state)
     free(p);
 }
 
+/* The tokenizer.json importer on its own (the GGUF case above goes through
+** the GGUF importer and the blob), and the text runtime built from it. */
+static void test_tokenizer_json(void **state)
+{
+    (void)state;
+    TokFiles tf = {0};
+    tf.json = slurp("tests/golden/fixtures/llama/tokenizer.json", &tf.json_len);
+    tf.config = slurp("tests/golden/fixtures/llama/tokenizer_config.json", &tf.config_len);
+    assert_non_null(tf.json);
+    assert_non_null(tf.config);
+    assert_true(every_failure("tokenizer.json", import_tokenizer, &tf) > 0);
+    free(tf.json);
+    free(tf.config);
+}
+
+static void test_text_runtime(void **state)
+{
+    (void)state;
+    TokFiles tf = {0};
+    tf.json = slurp("tests/golden/fixtures/llama/tokenizer.json", &tf.json_len);
+    tf.config = slurp("tests/golden/fixtures/llama/tokenizer_config.json", &tf.config_len);
+    assert_non_null(tf.json);
+    assert_true(every_failure("rad_text_create", text_runtime, &tf) > 0);
+    free(tf.json);
+    free(tf.config);
+}
+
 static void test_builder(void **state)
 {
     (void)state;
@@ -330,6 +427,8 @@ int main(void)
         cmocka_unit_test(test_safetensors_reader),
         cmocka_unit_test(test_config_reader),
         cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_tokenizer_json),
+        cmocka_unit_test(test_text_runtime),
         cmocka_unit_test(test_builder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
