@@ -51,6 +51,20 @@ int rad_outfile_open(RadOutFile *o, const char *path)
 {
     memset(o, 0, sizeof *o);
     o->slot = -1;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+        /* A device or a pipe: written in place (a rename would replace it). */
+        if (!(o->path = strdup(path))) return rad_error_set(RAD_E_NOMEM, "out of memory");
+        int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+            int rc = rad_error_set(RAD_E_IO, "%s: cannot write: %s", path, strerror(errno));
+            if (fd >= 0) close(fd);
+            free(o->path);
+            o->path = NULL;
+            return rc;
+        }
+        return RAD_OK;
+    }
     if (asprintf(&o->tmp, "%s.partial.XXXXXX", path) < 0 || !(o->path = strdup(path))) {
         free(o->tmp);
         o->tmp = NULL;
@@ -78,6 +92,13 @@ int rad_outfile_open(RadOutFile *o, const char *path)
 int rad_outfile_commit(RadOutFile *o)
 {
     int rc = rad_out_check(o->f, o->path);
+    if (!o->tmp) {                      /* written in place */
+        if (fclose(o->f) != 0 && !rc) rc = rad_error_set(RAD_E_IO, "writing %s: %s", o->path, strerror(errno));
+        o->f = NULL;
+        free(o->path);
+        o->path = NULL;
+        return rc;
+    }
     /* mkstemp makes the file 0600; give it what a plain fopen would. */
     mode_t mask = umask(0);
     umask(mask);

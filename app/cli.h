@@ -39,10 +39,13 @@ int rad_out_finish(int status);
 /* An output file written under a temporary name (PATH.partial.XXXXXX,
 ** beside PATH, registered for removal on a signal) and renamed over PATH
 ** when committed.  Any failure removes the temporary: PATH is either the
-** whole new file or what it was before. */
+** whole new file or what it was before.  A PATH that exists and is not a
+** regular file (a device such as /dev/null or /dev/full, a FIFO,
+** /dev/stdout, a process substitution) is written in place, with no
+** temporary: renaming over it would replace the device with a file. */
 typedef struct RadOutFile {
     FILE *f;                    /* write here */
-    char *path, *tmp;
+    char *path, *tmp;           /* tmp: NULL when PATH is written in place */
     int slot;                   /* rad_cleanup slot */
 } RadOutFile;
 

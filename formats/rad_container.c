@@ -306,6 +306,13 @@ int rad_container_create(const char *path, RadContainerWriter **out)
         return rc;
     }
     free(dir);
+    /* The output is renamed over PATH at the end: a device or a FIFO there
+    ** (convert -o /dev/null, as root) would be replaced by the file. */
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return rad_error_set(RAD_E_IO, "%s: exists and is not a regular file (%s): a .rad is written only to "
+                             "a file; name a file", path, S_ISDIR(sb.st_mode) ? "a directory" :
+                             S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" :
+                             "not a file");
 
     RadContainerWriter *w = calloc(1, sizeof *w);
     if (!w) return rad_error_set(RAD_E_NOMEM, "%s: out of memory", path);

@@ -4,8 +4,10 @@
 #
 #   - A failed write is exit status 1 with the reason, never 0: stdout on
 #     /dev/full or closed, for run, run --json, sessions export, list
-#     --json, tokenize, logs; `sessions export -o` on a full disk leaves no
-#     file.
+#     --json, tokenize, logs; `sessions export -o`, `convert -o` and `run
+#     --dump-logits` on a full disk say so in one line and leave no file;
+#     an output that is a device or a FIFO is written through (or, for
+#     convert, refused), never replaced by a renamed temporary.
 #   - An interrupted conversion removes its partial output (SIGINT 130,
 #     SIGTERM 143); after SIGKILL the next conversion of the same output
 #     sweeps the stale partial and says so.
@@ -69,7 +71,66 @@ else
 fi
 ls "$FULL"/out.md* >/dev/null 2>&1 && not_ok "export -o left a file: $(ls "$FULL")" \
     || ok "export -o on a full disk leaves no file, not even an empty one"
+# convert -o and run --dump-logits onto the same full disk: exit 1, one line
+# naming the file and the reason, nothing left behind (no output, no partial).
+# (ulimit -f 0 stands in for the full disk when not root.)
+if mountpoint -q "$FULL"; then FULLCMD=""; else FULLCMD="trap '' XFSZ; ulimit -f 0;"; fi
+NOROOM="(No space left|File too large)"
+fails_with "convert -o on a full disk" "$FULL/out.rad.*$NOROOM" \
+    bash -c "$FULLCMD $R convert '$TINY' -o '$FULL/out.rad'"
+[ "$(wc -l <"$WORK/err")" = 1 ] && ok "convert -o on a full disk: one line" || not_ok "convert -o: $(cat "$WORK/err")"
+ls "$FULL"/out.rad* >/dev/null 2>&1 && not_ok "convert -o left a file: $(ls "$FULL")" \
+    || ok "convert -o on a full disk leaves no file and no partial"
+fails_with "run --dump-logits on a full disk" "dump-logits $FULL/l.f32.*$NOROOM" \
+    bash -c "$FULLCMD $R run -m '$TINY' --tokens 1,2,3 -n 0 --dump-logits '$FULL/l.f32' >/dev/null"
+[ "$(wc -l <"$WORK/err")" = 1 ] && ok "run --dump-logits on a full disk: one line" \
+    || not_ok "run --dump-logits: $(cat "$WORK/err")"
+ls "$FULL"/l.f32* >/dev/null 2>&1 && not_ok "run --dump-logits left a file: $(ls "$FULL")" \
+    || ok "run --dump-logits on a full disk leaves no file and no partial"
 mountpoint -q "$FULL" && umount "$FULL"
+# An output that is a device or a FIFO is written in place (--dump-logits,
+# sessions export -o) or refused (convert -o), never renamed over: the
+# temporary beside it used to replace it (as root, `--dump-logits /dev/full`
+# turned /dev/full into a regular file and exited 0).  A private device node
+# (mknod, as root) and a FIFO stand in for /dev/full and /dev/stdout.
+$R run -m "$TINY" --tokens 1,2,3 -n 0 --dump-logits "$WORK/l3.f32" >/dev/null
+want=$(stat -c %s "$WORK/l3.f32")
+mkfifo "$WORK/fifo"
+timeout 30 cat "$WORK/fifo" >"$WORK/fifo.out" &
+reader=$!
+timeout 30 $R run -m "$TINY" --tokens 1,2,3 -n 0 --dump-logits "$WORK/fifo" >/dev/null 2>"$WORK/err"
+st=$?
+wait $reader
+[ $st = 0 ] && [ -p "$WORK/fifo" ] && cmp -s "$WORK/fifo.out" "$WORK/l3.f32" \
+    && ok "--dump-logits into a FIFO: its reader gets the $want bytes, the FIFO stays a FIFO" \
+    || not_ok "--dump-logits FIFO: exit $st, $(ls -la "$WORK/fifo" "$WORK/fifo.out"), $(cat "$WORK/err")"
+timeout 30 cat "$WORK/fifo" >"$WORK/fifo.md" &
+reader=$!
+timeout 30 $R sessions export "$sid" --md -o "$WORK/fifo" 2>"$WORK/err"
+st=$?
+wait $reader
+[ $st = 0 ] && [ -p "$WORK/fifo" ] && grep -q "a logged exchange" "$WORK/fifo.md" \
+    && ok "sessions export -o into a FIFO: written through, the FIFO stays a FIFO" \
+    || not_ok "export -o FIFO: exit $st, $(ls -la "$WORK/fifo"), $(cat "$WORK/err")"
+st=$(timeout 30 $R convert "$TINY" -o "$WORK/fifo" 2>"$WORK/err"; echo $?)
+[ "$st" != 0 ] && [ "$st" != 124 ] && [ -p "$WORK/fifo" ] && grep -q "$WORK/fifo: exists and is not a regular file (a FIFO)" "$WORK/err" \
+    && ok "convert -o onto a FIFO is refused by name; the FIFO stays: $(head -c 120 "$WORK/err")" \
+    || not_ok "convert -o FIFO: exit $st, $(ls -la "$WORK/fifo"), $(cat "$WORK/err")"
+if mknod -m 666 "$WORK/devfull" c 1 7 2>/dev/null; then
+    fails_with "run --dump-logits onto a device (a copy of /dev/full)" "dump-logits $WORK/devfull: .*No space left" \
+        bash -c "$R run -m '$TINY' --tokens 1,2,3 -n 0 --dump-logits '$WORK/devfull' >/dev/null"
+    [ -c "$WORK/devfull" ] && ok "the device is still a device" || not_ok "the device became: $(ls -la "$WORK/devfull")"
+    fails_with "sessions export -o onto a device" "$WORK/devfull.*No space left" \
+        $R sessions export "$sid" --md -o "$WORK/devfull"
+    st=$($R convert "$TINY" -o "$WORK/devfull" 2>"$WORK/err"; echo $?)
+    [ "$st" != 0 ] && [ -c "$WORK/devfull" ] && grep -q "is not a regular file (a device)" "$WORK/err" \
+        && ok "convert -o onto a device is refused; the device stays" \
+        || not_ok "convert -o device: exit $st, $(ls -la "$WORK/devfull"), $(cat "$WORK/err")"
+    ls "$WORK"/devfull.* "$WORK"/fifo.partial* >/dev/null 2>&1 && not_ok "a temporary was left: $(ls "$WORK")" \
+        || ok "no temporary left beside the device or the FIFO"
+else
+    echo "SKIP device outputs: mknod needs root"
+fi
 $R sessions export "$sid" --md -o "$WORK/good.md" && grep -q "a logged exchange" "$WORK/good.md" \
     && ok "export -o writes the file when there is room" || not_ok "export -o: $(ls -la "$WORK")"
 
