@@ -195,6 +195,41 @@ cdn=$(logq "$m" "[(x['headers'].get('range'), x['sent']) for x in r if x['server
 [ "$cdn" = "[('bytes=$have-', $((MODEL_SIZE - have)))]" ] && [ "$(sha256_of "$RD/blobs/$MODEL_SHA")" = "$MODEL_SHA" ] \
     && ok "... fetching only the $((MODEL_SIZE - have)) missing bytes, then verifying" || not_ok "after kill: $cdn"
 
+# SIGINT or SIGTERM while a pull converts: the conversion's partial .rad is
+# removed (exit 130 / 143), the store keeps no entry for it, and the next
+# pull converts from the cache.  The wide checkpoint at Q4_K_M converts in
+# about half a second, with its partial on disk for most of it.
+export HF_HOME="$WORK/hf-sig"
+for sig in INT TERM; do
+    $R rm hf:test/wide-llama:Q4_K_M >/dev/null 2>&1
+    $R pull hf:test/wide-llama --quant Q4_K_M >/dev/null 2>"$WORK/sig.err" &
+    pid=$!
+    part=""
+    for _ in $(seq 3000); do
+        part=$(find "$XDG_DATA_HOME" -name '*.partial.*' 2>/dev/null | head -1)
+        [ -n "$part" ] || ! kill -0 $pid 2>/dev/null && break
+        sleep 0.01
+    done
+    if [ -z "$part" ]; then
+        wait $pid
+        echo "     (the pull ended before its conversion was seen; SIG$sig during a pull's conversion not checked)"
+        continue
+    fi
+    kill -$sig $pid
+    wait $pid
+    st=$?
+    want=$([ $sig = INT ] && echo 130 || echo 143)
+    left=$(find "$XDG_DATA_HOME" "$HF_HOME" -name '*.partial.*' 2>/dev/null)
+    [ $st = "$want" ] && [ ! -e "$part" ] && [ -z "$left" ] \
+        && ok "pull stopped by SIG$sig while converting: exit $st, its partial ${part##*/} removed" \
+        || not_ok "pull SIG$sig: exit $st, left: $left $part, $(cat "$WORK/sig.err")"
+    $R list 2>/dev/null | grep -qi "test/wide-llama.*q4_k_m" && not_ok "the stopped pull left a store entry: $($R list)" \
+        || ok "... and no store entry for the model it did not finish"
+done
+$R pull hf:test/wide-llama --quant Q4_K_M 2>"$WORK/err" && [ -z "$(find "$XDG_DATA_HOME" -name '*.partial.*')" ] \
+    && $R list 2>/dev/null | grep -qi "test/wide-llama.*q4_k_m" \
+    && ok "the next pull converts from the cache, and list shows it" || not_ok "after the signals: $(cat "$WORK/err") $($R list)"
+
 # --------------------------------------------------------- refusals
 export HF_HOME="$WORK/hf-refuse"
 expect_fail "404: no such repository" 3 "test/nope: not found on http://127.0.0.1:$HUB \(404\)" $R pull hf:test/nope
