@@ -366,6 +366,13 @@ test-neon:
 ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup,--wrap=vasprintf,--wrap=asprintf
 $(BUILD)/tests/unit/test_alloc_fail: TESTLIBS = $(ALLOC_WRAP) -lcmocka $(LDLIBS)
 
+# tests/unit/test_temp_names.c records the temporary files the cache, the
+# tokenizer cache and the container writer create, through the same kind of
+# link-line hook (getrandom, openat, mkostemp).
+TEMP_WRAP := -Wl,--wrap=getrandom,--wrap=openat,--wrap=mkostemp
+$(BUILD)/tests/unit/test_temp_names: $(BUILD)/libradapp.a
+$(BUILD)/tests/unit/test_temp_names: TESTLIBS = $(TEMP_WRAP) $(BUILD)/libradapp.a -lcmocka $(LDLIBS)
+
 # The TUI layout test includes the app's layout sources directly.
 $(BUILD)/tests/unit/test_tui_layout: app/tui/tui_text.c app/tui/tui_markdown.c app/tui/tui_transcript.c app/term_safe.c
 
