@@ -125,8 +125,18 @@ int rad_chat_resume(RadChat *c, const char *id, char *note, size_t cap);
 /* Start afresh: a new (not yet stored) session, the system prompt kept. */
 void rad_chat_new_session(RadChat *c);
 
-/* Append the user's turn to the conversation and the session. */
+/* Append the user's turn to the conversation and the session.  Text that is
+** not valid UTF-8 is refused (rad_chat_check_text), not sent or stored. */
 int rad_chat_user(RadChat *c, const char *text);
+
+/* RAD_OK when `text` is valid UTF-8, else RAD_E_ARG with a one-line
+** message naming `what` ("the message", "the system prompt"), the first bad
+** byte and its offset.  What the user types or pipes in is checked here,
+** before the template, the session store and an export see it: the model's
+** tokenizer would read a stray byte as U+FFFD, but the session would keep
+** the raw bytes, and sessions export --json used to drop such a message's
+** content without a word. */
+int rad_chat_check_text(const char *what, const char *text);
 /* The reply to the conversation as it stands, streaming through cb (whose
 ** stop the caller points at c->stop), saved as it goes.  Returns what
 ** rad_conv_reply does; RAD_E_INTERRUPT when stopped before it began.  When

@@ -120,7 +120,7 @@ static void cmd_system(RadChat *c, const char *arg)
     }
     int remove = !strcmp(arg, "-");
     int before = rad_conv_count(c->conv);
-    if (rad_conv_set_system(c->conv, remove ? NULL : arg)) {
+    if ((!remove && rad_chat_check_text("the system prompt", arg)) || rad_conv_set_system(c->conv, remove ? NULL : arg)) {
         fail(c, "%s", rad_error_message());
         return;
     }

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,7 +98,8 @@ int rad_chat_open_model(RadChat *c)
         free(path);
         return rc;
     }
-    if (s->system && (rc = rad_conv_set_system(conv, s->system))) {
+    if (s->system && ((rc = rad_chat_check_text("the system prompt (--system)", s->system)) ||
+                      (rc = rad_conv_set_system(conv, s->system)))) {
         rad_conv_free(conv);
         rad_engine_close(draft);
         rad_engine_close(e);
@@ -282,9 +284,27 @@ static void save_message(RadChat *c, int i, int64_t existing_row)
     }
 }
 
+int rad_chat_check_text(const char *what, const char *text)
+{
+    const utf8proc_uint8_t *s = (const utf8proc_uint8_t *)text;
+    size_t n = strlen(text), at = 0;
+    while (at < n) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate(s + at, (utf8proc_ssize_t)(n - at), &cp);
+        if (k <= 0)
+            return rad_error_set(RAD_E_ARG, "%s is not valid UTF-8 (byte 0x%02X at offset %zu): not sent; "
+                                 "type or pipe UTF-8 text (check the terminal's or the file's encoding)",
+                                 what, s[at], at);
+        at += (size_t)k;
+    }
+    return RAD_OK;
+}
+
 int rad_chat_user(RadChat *c, const char *text)
 {
-    int rc = rad_conv_add(c->conv, "user", text, NULL);
+    int rc = rad_chat_check_text("the message", text);
+    if (rc) return rc;
+    rc = rad_conv_add(c->conv, "user", text, NULL);
     if (rc) return rc;
     int i = rad_conv_count(c->conv) - 1;
     rows_fit(c, i + 1);

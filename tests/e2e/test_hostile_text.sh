@@ -33,6 +33,33 @@ expect_show_refuses "show: one ill-formed byte in the split regex" 4 \
     "bad.rad: tokenizer.bin: pre_tokenizer step 0: its pattern is not valid UTF-8" \
     "$WORK/bad.rad" "^tokenizer +invalid"
 
+# chat loads the tokenizer as run does: refused the same way, before a turn.
+expect_fail "chat: one ill-formed byte in the split regex" 4 \
+    "bad.rad: tokenizer.bin: pre_tokenizer step 0: its pattern is not valid UTF-8" \
+    bash -c "echo hello | RADIANCE_CONFIG=/dev/null XDG_DATA_HOME='$WORK/data' $R chat --plain -m '$WORK/bad.rad' -n 1"
+
+# What the user types or pipes into chat is checked as UTF-8 by the chat
+# itself: a message or a system prompt that is not is refused with one line
+# (the byte, the offset), never sent or stored; the next line goes on.
+# Before, the raw bytes were stored, and sessions export --json dropped that
+# message's content without a word.
+export RADIANCE_CONFIG=/dev/null XDG_DATA_HOME="$WORK/data"
+printf 'caf\xe9 au lait\n/system be \xff brief\nhello\n' \
+    | $R chat --plain -m "$WORK/good.rad" -n 2 --temp 0 >"$WORK/chat.out" 2>"$WORK/chat.err"
+st=$?
+sid=$($R sessions list 2>/dev/null | awk 'NR == 2 { print $1 }')
+$R sessions export "$sid" --json >"$WORK/chat.json" 2>/dev/null
+[ $st = 0 ] && grep -q "the message is not valid UTF-8 (byte 0xE9 at offset 3): not sent" "$WORK/chat.err" \
+    && grep -q "the system prompt is not valid UTF-8 (byte 0xFF at offset 3)" "$WORK/chat.err" \
+    && [ "$(grep -c . "$WORK/chat.err")" = 2 ] \
+    && python3 -c "import json,sys; j=json.load(open(sys.argv[1])); m=j['messages']
+sys.exit(0 if [x['role'] for x in m] == ['user', 'assistant'] and m[0]['content'] == 'hello' and j['system_prompt'] is None else 1)" "$WORK/chat.json" \
+    && ok "chat refuses a message and a system prompt that are not UTF-8, one line each; only 'hello' is sent and stored" \
+    || not_ok "chat UTF-8: exit $st, $(cat "$WORK/chat.err"), $(head -c 300 "$WORK/chat.json")"
+expect_fail "chat --system that is not UTF-8" 2 "the system prompt \(--system\) is not valid UTF-8 \(byte 0xFF at offset 3\)" \
+    bash -c "echo hi | $R chat --plain -m '$WORK/good.rad' -n 1 -s \"\$(printf 'sys\xff')\""
+unset RADIANCE_CONFIG XDG_DATA_HOME
+
 # The fixture's tokenizer.json with another split regex.
 hostile() {
     mkdir -p "$WORK/$1"
