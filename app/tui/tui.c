@@ -535,6 +535,10 @@ static int ui_reply(RadChat *c)
 static void send_message(Tui *u, const char *text)
 {
     RadChat *c = u->chat;
+    if (rad_chat_check_text("the message", text)) { /* not shown as sent */
+        ui_error(c, rad_error_message());
+        return;
+    }
     rad_tr_add(&u->tr, RAD_ENTRY_USER, text);
     u->tr.scroll = 0;
     if (rad_chat_user(c, text)) {
