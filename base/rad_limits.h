@@ -85,6 +85,10 @@
 /* config.json: a few kilobytes in practice. */
 #define RAD_LIMIT_CONFIG_BYTES (64u << 20)
 
+/* model.safetensors.index.json (read whole): it lists tensor names and
+** their shards, kilobytes to a few megabytes. */
+#define RAD_LIMIT_ST_INDEX_BYTES (64u << 20)
+
 /* A side file of a checkpoint read whole (tokenizer.json, tokenizer_config.json,
 ** generation_config.json): the largest tokenizer.json published is ~35 MB. */
 #define RAD_LIMIT_SIDE_FILE_BYTES (256u << 20)

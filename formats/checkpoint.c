@@ -26,8 +26,6 @@
 
 #define WEIGHTS_FILE "model.safetensors"
 #define INDEX_FILE "model.safetensors.index.json"
-#define INDEX_MAX_BYTES (64u << 20)      /* an index lists names: kilobytes to a few MB */
-#define SIDE_FILE_MAX_BYTES RAD_LIMIT_SIDE_FILE_BYTES
 
 /* One tensor and the shard it lives in. */
 typedef struct Entry {
@@ -82,7 +80,7 @@ static int file_exists(const char *path)
 /* Read the regular file `path` whole (at most `max` bytes) into a malloc'd,
 ** NUL-terminated buffer.  Returns 0, RAD_E_NOTFOUND, RAD_E_IO, RAD_E_FORMAT
 ** (too large) or RAD_E_NOMEM. */
-static int slurp(const char *path, uint64_t max, char **data, size_t *len)
+static int slurp(const char *path, uint64_t max, const char *limit, char **data, size_t *len)
 {
     *data = NULL;
     *len = 0;
@@ -99,8 +97,8 @@ static int slurp(const char *path, uint64_t max, char **data, size_t *len)
     if ((uint64_t)sb.st_size > max) {
         close(fd);
         return rad_error_set(RAD_E_FORMAT, "%s: %lld bytes is more than the %llu this file may "
-                             "have: it is not what its name says", path, (long long)sb.st_size,
-                             (unsigned long long)max);
+                             "have (%s): it is not what its name says", path, (long long)sb.st_size,
+                             (unsigned long long)max, limit);
     }
     size_t size = (size_t)sb.st_size;
     char *buf = malloc(size + 1);
@@ -158,7 +156,7 @@ static int open_indexed(RadCheckpoint *ck, const char *index_path)
 {
     char *text;
     size_t len;
-    int rc = slurp(index_path, INDEX_MAX_BYTES, &text, &len);
+    int rc = slurp(index_path, RAD_LIMIT_ST_INDEX_BYTES, "RAD_LIMIT_ST_INDEX_BYTES", &text, &len);
     if (rc) return rc;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -360,7 +358,7 @@ int rad_checkpoint_read_file(const RadCheckpoint *ck, const char *name, char **d
                              "the model folder", name ? name : "(null)");
     char *path = join(ck->dir, name);
     if (!path) return rad_error_set(RAD_E_NOMEM, "%s: out of memory", ck->dir);
-    int rc = slurp(path, SIDE_FILE_MAX_BYTES, data, len);
+    int rc = slurp(path, RAD_LIMIT_SIDE_FILE_BYTES, "RAD_LIMIT_SIDE_FILE_BYTES", data, len);
     free(path);
     return rc;
 }

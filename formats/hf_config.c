@@ -281,7 +281,7 @@ int rad_hf_config_load(const char *path, RadMetaTable *out)
     if ((uint64_t)st.st_size > CONFIG_MAX_BYTES) {
         close(fd);
         return rad_error_set(RAD_E_FORMAT, "%s: %lld bytes is far too large for a config.json "
-                             "(the limit is %u MiB): not a model configuration",
+                             "(the limit is %u MiB, RAD_LIMIT_CONFIG_BYTES): not a model configuration",
                              path, (long long)st.st_size, CONFIG_MAX_BYTES >> 20);
     }
     size_t size = (size_t)st.st_size;

@@ -353,7 +353,7 @@ int rad_safetensors_open(const char *path, RadSafetensors **out)
 
     uint64_t header_len = read_le64(st->map);
     if (header_len > ST_HEADER_MAX) {
-        rc = rad_error_set(RAD_E_FORMAT, "%s: header length %llu is over the 100 MB limit: not a "
+        rc = rad_error_set(RAD_E_FORMAT, "%s: header length %llu is over the 100 MB limit (RAD_LIMIT_ST_HEADER_BYTES): not a "
                            "safetensors file, or a damaged one", path, (unsigned long long)header_len);
         goto fail;
     }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "rad_limits.h"
 #include "safetensors.h"
 
 /* ------------------------------------------------------------ fixtures */
@@ -233,7 +234,7 @@ static void test_header_too_large(void **state)
     (void)state;
     const char *path = tpath("big.safetensors");
     write_st_len(path, 100000001, "{}", 0);
-    expect_refused(path, RAD_E_FORMAT, "header length 100000001 is over the 100 MB limit");
+    expect_refused(path, RAD_E_FORMAT, "header length 100000001 is over the 100 MB limit (RAD_LIMIT_ST_HEADER_BYTES)");
 }
 
 /* A header that is not a JSON object, or not JSON, is refused with jansson's position. */
@@ -460,6 +461,51 @@ static void test_checkpoint_sharded(void **state)
 }
 
 /* Index and shards that disagree are refused with a message naming the tensor or file. */
+/* dir/NAME as a sparse file of `size` bytes (nothing is written: the
+** limits are checked against the size before anything is read). */
+static void sparse_in(const char *dir, const char *name, uint64_t size)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)size), 0);
+    fclose(f);
+}
+
+/* The files of a checkpoint read whole are refused by the limit's name one
+** byte past it (before, the messages gave the number but not the limit,
+** and no test reached RAD_LIMIT_SIDE_FILE_BYTES, RAD_LIMIT_CONFIG_BYTES or
+** the index's limit, then a literal in checkpoint.c). */
+static void test_checkpoint_file_limits(void **state)
+{
+    (void)state;
+    const char *dir = make_dir("big");
+    write_in(dir, "config.json", CONFIG);
+    write_st_in(dir, "model.safetensors", "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8);
+    sparse_in(dir, "tokenizer.json", (uint64_t)RAD_LIMIT_SIDE_FILE_BYTES + 1);
+    RadCheckpoint *ck;
+    assert_int_equal(rad_checkpoint_open(dir, &ck), 0);
+    char *data = NULL;
+    size_t len = 0;
+    rad_error_clear();
+    assert_int_equal(rad_checkpoint_read_file(ck, "tokenizer.json", &data, &len), RAD_E_FORMAT);
+    assert_null(data);
+    assert_non_null(strstr(rad_error_message(), "tokenizer.json: 268435457 bytes is more than the 268435456"));
+    assert_non_null(strstr(rad_error_message(), "(RAD_LIMIT_SIDE_FILE_BYTES)"));
+    rad_checkpoint_close(ck);
+
+    sparse_in(dir, "config.json", (uint64_t)RAD_LIMIT_CONFIG_BYTES + 1);
+    expect_ck_refused(dir, RAD_E_FORMAT, "config.json: 67108865 bytes is far too large for a config.json "
+                                         "(the limit is 64 MiB, RAD_LIMIT_CONFIG_BYTES)");
+
+    dir = make_dir("bigindex");
+    write_in(dir, "config.json", CONFIG);
+    sparse_in(dir, "model.safetensors.index.json", (uint64_t)RAD_LIMIT_ST_INDEX_BYTES + 1);
+    expect_ck_refused(dir, RAD_E_FORMAT, "model.safetensors.index.json: 67108865 bytes is more than the 67108864 "
+                                         "this file may have (RAD_LIMIT_ST_INDEX_BYTES)");
+}
+
 static void test_checkpoint_refusals(void **state)
 {
     (void)state;
@@ -529,6 +575,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkpoint_single, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_sharded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_file_limits, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
