@@ -112,6 +112,14 @@ expect_fail "GGUF rms epsilon 1e30" 4 "bad.gguf: metadata qwen2.attention.layer_
     $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
 $EDIT qwen2.context_length=u32:0
 expect_fail "GGUF context_length 0" 4 "bad.gguf: metadata qwen2.context_length = 0" $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+# A size one past RAD_LIMIT_META_INT (2^30) is refused by the limit's name,
+# in a GGUF at open and in a config.json at convert.
+$EDIT qwen2.embedding_length=u32:1073741825
+expect_fail "GGUF embedding_length past RAD_LIMIT_META_INT" 4 "bad.gguf: metadata key 'model.n_embd' = 1073741825 is over the limit of 1073741824 \(RAD_LIMIT_META_INT\)" \
+    $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+fresh; sed -i 's/"hidden_size": 64/"hidden_size": 1073741825/' "$WORK/m/config.json"
+expect_fail "config.json hidden_size past RAD_LIMIT_META_INT" 4 "config.json: key 'hidden_size' = 1073741825 is not a plausible size \(1 to 1073741824, RAD_LIMIT_META_INT\)" \
+    $R convert "$WORK/m" -o "$WORK/o.rad"
 $EDIT qwen2.block_count=u32:4000
 $R show "$WORK/bad.gguf" >"$WORK/out" 2>"$WORK/err"
 rc=$?

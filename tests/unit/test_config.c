@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "hf_config.h"
+#include "rad_limits.h"
 
 /* Find `key` and check it has `type`; returns the entry. */
 static const RadMetaKV *get(const RadMetaTable *t, const char *key, int type)
@@ -249,6 +250,47 @@ static void test_missing_file(void **state)
     rad_meta_table_free(&t);
 }
 
+/* A config.json of `keys` integer leaves, half at the top and half in a
+** nested object (the limit counts leaves, not top-level keys). */
+static char *config_with_keys(size_t keys)
+{
+    char *s = malloc(keys * 24 + 64);
+    assert_non_null(s);
+    size_t n = 0;
+    n += (size_t)sprintf(s + n, "{\"nested\": {");
+    for (size_t i = 0; i < keys / 2; i++) n += (size_t)sprintf(s + n, "%s\"n%zu\": %zu", i ? ", " : "", i, i);
+    n += (size_t)sprintf(s + n, "}");
+    for (size_t i = keys / 2; i < keys; i++) n += (size_t)sprintf(s + n, ", \"k%zu\": %zu", i, i);
+    sprintf(s + n, "}");
+    return s;
+}
+
+/* RAD_LIMIT_META_KEYS over config.json's leaves: at the limit it loads, one
+** more is refused by the limit's name (no test reached it before). */
+static void test_key_limit(void **state)
+{
+    (void)state;
+    RadMetaTable t;
+    rad_meta_table_init(&t);
+    char *text = config_with_keys(RAD_LIMIT_META_KEYS);
+    int rc = rad_hf_config_load_string(text, "wide/config.json", &t);
+    if (rc) fail_msg("%d keys refused: %s", RAD_LIMIT_META_KEYS, rad_error_message());
+    assert_int_equal(t.n, RAD_LIMIT_META_KEYS);
+    assert_int_equal(get(&t, "nested.n7", RAD_META_INT)->i, 7);
+    rad_meta_table_free(&t);
+    free(text);
+
+    rad_meta_table_init(&t);
+    text = config_with_keys(RAD_LIMIT_META_KEYS + 1);
+    rad_error_clear();
+    assert_int_equal(rad_hf_config_load_string(text, "wide/config.json", &t), RAD_E_FORMAT);
+    assert_non_null(strstr(rad_error_message(), "wide/config.json: more than 65536 keys, over the limit "
+                                                "(RAD_LIMIT_META_KEYS)"));
+    assert_int_equal(t.n, 0);
+    rad_meta_table_free(&t);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_parse_error_position),
         cmocka_unit_test(test_top_level_not_object),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_key_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
