@@ -9,6 +9,7 @@
 */
 #include "chat.h"
 #include "../app.h"
+#include "../cli.h"
 #include "../models/model_store.h"
 
 #include <ctype.h>
@@ -429,11 +430,14 @@ static void cmd_export(RadChat *c, const char *arg)
     char path[1024];
     if (arg[0]) snprintf(path, sizeof path, "%s", arg);
     else snprintf(path, sizeof path, "radiance-%s.md", c->session_id[0] ? c->session_id : "chat");
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fail(c, "/export %s: %s", path, strerror(errno));
+    /* Through a temporary renamed into place (rad_outfile): a full disk
+    ** leaves no half-written file, only the reason. */
+    RadOutFile out;
+    if (rad_outfile_open(&out, path)) {
+        fail(c, "/export: %s", rad_error_message());
         return;
     }
+    FILE *f = out.f;
     fprintf(f, "# radiance chat with %s\n", c->model_spec);
     if (c->session_id[0]) fprintf(f, "\nsession %s\n", c->session_id);
     for (int i = 0; i < rad_conv_count(c->conv); i++) {
@@ -449,7 +453,7 @@ static void cmd_export(RadChat *c, const char *arg)
         for (int k = 0; k < m->n_tool_calls; k++) fprintf(f, "\n```json\n%s\n```\n", m->tool_calls[k]);
         if (m->finish == RAD_FINISH_INTERRUPTED) fputs("\n*(interrupted)*\n", f);
     }
-    if (fclose(f)) fail(c, "/export %s: %s", path, strerror(errno));
+    if (rad_outfile_commit(&out)) fail(c, "/export: %s", rad_error_message());
     else say(c, "wrote %s (%d messages)", path, rad_conv_count(c->conv));
 }
 

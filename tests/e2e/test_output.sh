@@ -98,6 +98,17 @@ fails_with "run --dump-logits on a full disk" "dump-logits $FULL/l.f32.*$NOROOM"
     || not_ok "run --dump-logits: $(cat "$WORK/err")"
 ls "$FULL"/l.f32* >/dev/null 2>&1 && not_ok "run --dump-logits left a file: $(ls "$FULL")" \
     || ok "run --dump-logits on a full disk leaves no file and no partial"
+# The chat's /export FILE likewise (it used fopen: an empty file was left).
+if mountpoint -q "$FULL"; then
+    printf 'hello\n/export %s\n/export %s\n' "$FULL/c.md" "$WORK/c.md" \
+        | $R chat --plain -m "$TINY" -n 2 --temp 0 >/dev/null 2>"$WORK/err"
+    grep -q "/export: writing $FULL/c.md: No space left" "$WORK/err" && ! ls "$FULL"/c.md* >/dev/null 2>&1 \
+        && grep -q "^## user" "$WORK/c.md" \
+        && ok "chat /export on a full disk says so and leaves no file; with room it writes the file" \
+        || not_ok "chat /export: $(cat "$WORK/err"), $(ls "$FULL")"
+else
+    echo "SKIP chat /export on a full disk: no tmpfs (not root)"
+fi
 mountpoint -q "$FULL" && umount "$FULL"
 # An output that is a device or a FIFO is written in place (--dump-logits,
 # sessions export -o) or refused (convert -o), never renamed over: the
