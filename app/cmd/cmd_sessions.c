@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 static const char logs_usage[] =
     "usage: radiance logs [list] [--json] [-n N]\n"
@@ -118,13 +119,44 @@ static int emit_json(json_t *j, FILE *out)
     return rc ? rad_error_set(RAD_E_IO, "cannot write the JSON output") : RAD_OK;
 }
 
+/* Stored text as a JSON string.  A session written before the chat checked
+** its input as UTF-8 may hold ill-formed bytes, which json_string refuses
+** (NULL: the key vanished from the export without a word): each maximal
+** ill-formed sequence becomes U+FFFD, as the tokenizer read it. */
+static json_t *text_json(const char *s)
+{
+    json_t *j = json_string(s);
+    if (j || !s) return j;
+    size_t n = strlen(s), at = 0, k = 0;
+    char *fixed = malloc(n * 3 + 1);
+    if (!fixed) return NULL;
+    while (at < n) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t len = utf8proc_iterate((const utf8proc_uint8_t *)s + at, (utf8proc_ssize_t)(n - at), &cp);
+        if (len > 0) {
+            memcpy(fixed + k, s + at, (size_t)len);
+            k += (size_t)len;
+            at += (size_t)len;
+        } else {
+            memcpy(fixed + k, "\xef\xbf\xbd", 3);
+            k += 3;
+            at++;
+            while (at < n && ((unsigned char)s[at] & 0xC0) == 0x80) at++; /* the rest of a cut sequence */
+        }
+    }
+    fixed[k] = 0;
+    j = json_string(fixed);
+    free(fixed);
+    return j;
+}
+
 /* Stored JSON text as a value (null when absent; a string when it does not parse). */
 static json_t *stored_json(const char *text)
 {
     if (!text) return json_null();
     json_error_t err;
     json_t *j = json_loads(text, JSON_DECODE_ANY, &err);
-    return j ? j : json_string(text);
+    return j ? j : text_json(text);
 }
 
 /* One line of text: newlines and tabs become spaces. */
@@ -153,13 +185,13 @@ static json_t *session_json(const RadSession *s)
 {
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(s->id));
-    json_object_set_new(o, "title", json_string(s->title));
+    json_object_set_new(o, "title", text_json(s->title));
     json_object_set_new(o, "created_ms", json_integer(s->created_ms));
     json_object_set_new(o, "updated_ms", json_integer(s->updated_ms));
     json_object_set_new(o, "created", iso_time(s->created_ms));
     json_object_set_new(o, "updated", iso_time(s->updated_ms));
     json_object_set_new(o, "model", json_pack("{s:s,s:s}", "name", s->model_name, "id", s->model_id));
-    json_object_set_new(o, "system_prompt", s->system_prompt ? json_string(s->system_prompt) : json_null());
+    json_object_set_new(o, "system_prompt", s->system_prompt ? text_json(s->system_prompt) : json_null());
     json_object_set_new(o, "sampler", stored_json(s->sampler_json));
     json_object_set_new(o, "messages", json_integer(s->n_messages));
     json_object_set_new(o, "leaf_id", s->leaf_id ? json_integer(s->leaf_id) : json_null());
@@ -393,8 +425,8 @@ static json_t *message_json(const RadMessage *m)
     json_object_set_new(o, "id", json_integer(m->id));
     json_object_set_new(o, "parent_id", m->parent_id ? json_integer(m->parent_id) : json_null());
     json_object_set_new(o, "role", json_string(m->role));
-    json_object_set_new(o, "content", json_string(m->content));
-    json_object_set_new(o, "reasoning", m->reasoning ? json_string(m->reasoning) : json_null());
+    json_object_set_new(o, "content", text_json(m->content));
+    json_object_set_new(o, "reasoning", m->reasoning ? text_json(m->reasoning) : json_null());
     json_object_set_new(o, "tool_calls", stored_json(m->tool_calls_json));
     json_object_set_new(o, "n_tokens", json_integer(m->n_tokens));
     json_object_set_new(o, "usage",
@@ -406,7 +438,7 @@ static json_t *message_json(const RadMessage *m)
     json_object_set_new(o, "finish", m->finish ? json_string(m->finish) : json_null());
     json_object_set_new(o, "sampler", stored_json(m->sampler_json));
     json_object_set_new(o, "model_id", m->model_id ? json_string(m->model_id) : json_null());
-    json_object_set_new(o, "model_name", m->model_name ? json_string(m->model_name) : json_null());
+    json_object_set_new(o, "model_name", m->model_name ? text_json(m->model_name) : json_null());
     json_object_set_new(o, "created_ms", json_integer(m->created_ms));
     json_object_set_new(o, "created", iso_time(m->created_ms));
     return o;

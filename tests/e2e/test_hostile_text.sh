@@ -56,6 +56,23 @@ $R sessions export "$sid" --json >"$WORK/chat.json" 2>/dev/null
 sys.exit(0 if [x['role'] for x in m] == ['user', 'assistant'] and m[0]['content'] == 'hello' and j['system_prompt'] is None else 1)" "$WORK/chat.json" \
     && ok "chat refuses a message and a system prompt that are not UTF-8, one line each; only 'hello' is sent and stored" \
     || not_ok "chat UTF-8: exit $st, $(cat "$WORK/chat.err"), $(head -c 300 "$WORK/chat.json")"
+# A session stored before that check (raw bytes in a message and the title,
+# planted here with SQLite) exports every message with its content, each
+# ill-formed byte as U+FFFD; json_string used to refuse it, and the key
+# vanished from the export.
+python3 - "$WORK/data/radiance/radiance.db" "$sid" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE messages SET content = CAST(X'636166E920FF6C6169' AS TEXT) WHERE role = 'user' AND session_id LIKE ?", (sys.argv[2] + "%",))
+db.execute("UPDATE sessions SET title = CAST(X'636166E9' AS TEXT) WHERE id LIKE ?", (sys.argv[2] + "%",))
+db.commit()
+PY
+$R sessions export "$sid" --json >"$WORK/old.json" 2>"$WORK/err"
+st=$?
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); m=j['messages']
+sys.exit(0 if m[0]['content'] == 'caf\ufffd \ufffdlai' and j['title'] == 'caf\ufffd' and all('content' in x for x in m) else 1)" "$WORK/old.json" \
+    && [ $st = 0 ] && ok "sessions export --json of a message stored with raw bytes keeps it, each bad byte as U+FFFD" \
+    || not_ok "export of raw bytes: exit $st, $(cat "$WORK/err") $(head -c 400 "$WORK/old.json")"
 expect_fail "chat --system that is not UTF-8" 2 "the system prompt \(--system\) is not valid UTF-8 \(byte 0xFF at offset 3\)" \
     bash -c "echo hi | $R chat --plain -m '$WORK/good.rad' -n 1 -s \"\$(printf 'sys\xff')\""
 unset RADIANCE_CONFIG XDG_DATA_HOME
