@@ -58,8 +58,14 @@
 /* Experts in one layer's stack that `convert FILE.gguf` cuts into one record
 ** each: DeepSeek-V3 and Kimi K2 have 256 and 384.  A stack with more (a
 ** hostile dim 0 of millions would make millions of records) is copied
-** whole: it runs, but does not stream. */
+** whole and does not stream (nor run: RAD_LIMIT_ROUTED_EXPERTS is lower). */
 #define RAD_LIMIT_EXPERTS 4096
+
+/* Experts one router chooses among: the router kernels (ref's and the CPU
+** library's router_topk) keep a row's scores on the stack, in arrays this
+** long.  A model with more is refused when it is opened (engine/meta_check.c),
+** not at its first step; the most any published model has is 384. */
+#define RAD_LIMIT_ROUTED_EXPERTS 1024
 
 /* The longest tensor name: ggml stops at 63 bytes, Hugging Face names are
 ** under 200. */

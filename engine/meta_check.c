@@ -120,6 +120,13 @@ int rad_meta_check(const RadModelMeta *m, const char *path)
         return bad(m, path, "model.n_head", "not a multiple of the KV heads: the file is damaged", m->n_head);
     if (m->n_expert_used > m->n_expert)
         return bad(m, path, "model.n_expert_used", "more than the experts: the file is damaged", m->n_expert_used);
+    if (m->n_expert > RAD_LIMIT_ROUTED_EXPERTS) {
+        char field[160];
+        field_name(m, "model.n_expert", field, sizeof field);
+        return rad_error_set(RAD_E_FORMAT, "%s: metadata %s = %d, over the limit of %d experts "
+                             "(RAD_LIMIT_ROUTED_EXPERTS): the router kernels choose among at most that many",
+                             path, field, m->n_expert, RAD_LIMIT_ROUTED_EXPERTS);
+    }
     if (!(m->rms_eps > 0) || !(m->rms_eps <= RAD_LIMIT_RMS_EPS_MAX)) {
         char field[160];
         field_name(m, "model.rms_eps", field, sizeof field);

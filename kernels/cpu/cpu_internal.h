@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "../rad_kernel.h"
+#include "../../base/rad_limits.h"
 #include "../ops/rad_ops.h"
 
 #pragma GCC visibility push(hidden)
@@ -219,7 +220,7 @@ int cpu_sigmoid_gate(const RadKernelArgs *a);
 int cpu_moe_gemm(const RadKernelArgs *a);
 size_t cpu_moe_gemm_scratch(const RadKernelArgs *a);
 int cpu_router_topk(const RadKernelArgs *a);
-#define CPU_MAX_EXPERTS 1024            /* router_topk's row serves up to this many (ref's limit too) */
+#define CPU_MAX_EXPERTS RAD_LIMIT_ROUTED_EXPERTS /* router_topk's row serves up to this many (ref's limit too) */
 int cpu_moe_combine(const RadKernelArgs *a);
 
 /* cpu_library.c: force an ISA level (tests); 0, or -1 when the machine lacks it. */

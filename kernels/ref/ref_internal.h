@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "../../base/rad_limits.h"
 #include "../../base/rad_types.h"
 #include "../rad_kernel.h"
 #include "../ops/rad_dequant.h"
@@ -32,8 +33,8 @@
 #define REF_MAX_HEAD_DIM 1024
 
 /* The most experts router_topk scores in one row: its per-row state is on
-** the stack.  More is RAD_E_UNSUPPORTED. */
-#define REF_MAX_EXPERTS 1024
+** the stack.  More is RAD_E_UNSUPPORTED (and refused at open, by name). */
+#define REF_MAX_EXPERTS RAD_LIMIT_ROUTED_EXPERTS
 
 /* Decode columns [k0, k0 + n) of weight row `row` into dst.  k0 must be a
 ** multiple of the encoding's block (any multiple of REF_CHUNK is). */

@@ -18,7 +18,10 @@ test can lengthen tokenizer.ggml.tokens and token_type together).  "bpe" is
 VALUE's UTF-8 bytes spelled in byte-level BPE's alphabet (GPT-2's byte to
 character table), so the token decodes to exactly those bytes.
 tensor:NAME=NEW renames tensor NAME to NEW (Python escapes too), so a test
-can plant control characters in a tensor name.
+can plant control characters in a tensor name.  experts=N gives every
+expert stack (*_exps.*, f32 or f16, experts its last dimension) and router
+(ffn_gate_inp) N experts, the file's own cycled, and sets ARCH.expert_count
+to N: the data region is laid out again.
 """
 import struct
 import sys
@@ -123,6 +126,45 @@ def set_elements(t, raw, changes):
     return struct.pack("<IQ", et, len(items)) + b"".join(items)
 
 
+def set_experts(kvs, tensors, data, n, alignment):
+    """Tile each expert stack and router to n experts; returns the new data."""
+    arch = next(raw for key, t, raw in kvs if key == b"general.architecture")
+    arch = arch[8:]                                   # a string value: u64 length, bytes
+    count_key = arch + b".expert_count"
+    old = None
+    for kv in kvs:
+        if kv[0] == count_key:
+            old = struct.unpack("<I", kv[2])[0]
+            kv[2] = struct.pack("<I", n)
+    assert old, "no expert_count"
+    infos = []
+    for t in tensors:
+        n_dims = struct.unpack("<I", t[1][:4])[0]
+        dims = list(struct.unpack("<%dQ" % n_dims, t[1][4:4 + 8 * n_dims]))
+        ttype, offset = struct.unpack("<IQ", t[1][4 + 8 * n_dims:])
+        infos.append([t, dims, ttype, offset])
+    ends = sorted(i[3] for i in infos) + [len(data)]
+    out = bytearray()
+    for info in sorted(infos, key=lambda i: i[3]):
+        t, dims, ttype, offset = info
+        size = ends[ends.index(offset) + 1] - offset
+        body = data[offset:offset + size]
+        name = t[0].decode()
+        if ("_exps." in name or "ffn_gate_inp" in name) and dims[-1] == old:
+            assert ttype in (0, 1), name + ": only f32 and f16 stacks can be tiled"
+            per = 4 if ttype == 0 else 2
+            for d in dims[:-1]:
+                per *= d
+            experts = [body[e * per:(e + 1) * per] for e in range(old)]
+            body = b"".join(experts[e % old] for e in range(n))
+            dims[-1] = n
+        out += b"\0" * (-len(out) % alignment)
+        at = len(out)
+        out += body
+        t[1] = struct.pack("<I", len(dims)) + struct.pack("<%dQ" % len(dims), *dims) + struct.pack("<IQ", ttype, at)
+    return bytes(out)
+
+
 def main():
     if len(sys.argv) < 4:
         raise SystemExit(__doc__)
@@ -152,6 +194,9 @@ def main():
     arrays = {}
     for e in edits:
         key, spec = e.split("=", 1)
+        if key == "experts":
+            data = set_experts(kvs, tensors, data, int(spec), alignment)
+            continue
         if key.startswith("tensor:"):
             old_name = key[len("tensor:"):].encode()
             new_name = spec.encode("latin-1", "backslashreplace").decode("unicode_escape").encode("utf-8")

@@ -9,6 +9,8 @@
 # wrong shape or missing, an expert of the wrong shape, groups that do not
 # split the experts, and in its GGUF a bias of the wrong shape, a missing
 # expert stack, topk_group above n_group and a gating other than sigmoid.
+# Expert counts past RAD_LIMIT_ROUTED_EXPERTS are refused at open, and stacks
+# past RAD_LIMIT_EXPERTS are converted whole.
 . "$(dirname "$0")/lib.sh"
 R=$RADIANCE_BIN
 
@@ -110,5 +112,50 @@ expect_fail "GGUF topk_group above n_group" 4 "bad.gguf.*n_group = 4, topk_group
 $EDIT glm4moe.expert_gating_func=u32:1
 expect_fail "GGUF gating other than sigmoid" 4 "bad.gguf.*glm4moe.expert_gating_func = 1: GLM-4.5 routes by sigmoid" \
     timeout 10 $R run -m "$WORK/bad.gguf" --tokens 1,2 -n 1
+
+# Expert counts past the limits (gguf_edit.py experts=N tiles the qwen3moe
+# fixture's 8 experts to N).  Past RAD_LIMIT_ROUTED_EXPERTS (1024) run and
+# show refuse the file when they open it, by the limit's name (before: it
+# opened, and the first step failed with "router_topk ... unsupported");
+# 1024 still runs.  Past RAD_LIMIT_EXPERTS (4096) convert copies each stack
+# whole instead of cutting it into one record per expert.
+G3="$RADIANCE_SRC/tests/models/llamacpp/qwen3moe-tiny-f32.gguf"
+python3 "$RADIANCE_SRC/tests/e2e/gguf_edit.py" "$G3" "$WORK/e1024.gguf" experts=1024
+python3 "$RADIANCE_SRC/tests/e2e/gguf_edit.py" "$G3" "$WORK/e1025.gguf" experts=1025
+timeout 60 $R run -m "$WORK/e1024.gguf" --tokens 1,2 -n 2 --temp 0 >"$WORK/out" 2>"$WORK/err" \
+    && [ -s "$WORK/out" ] && ok "a GGUF with 1024 experts runs" || not_ok "1024 experts: $(cat "$WORK/err")"
+ROUTED="metadata qwen3moe.expert_count = 1025, over the limit of 1024 experts \(RAD_LIMIT_ROUTED_EXPERTS\)"
+expect_fail "GGUF with 1025 experts: run refuses it at open" 4 "e1025.gguf: $ROUTED" \
+    timeout 60 $R run -m "$WORK/e1025.gguf" --tokens 1,2 -n 1
+$R show "$WORK/e1025.gguf" >/dev/null 2>"$WORK/err"
+st=$?
+[ $st = 4 ] && grep -Eq "$ROUTED" "$WORK/err" && ok "... and show says it is invalid (exit 4)" || not_ok "show 1025: exit $st, $(cat "$WORK/err")"
+rm -f "$WORK"/e102*.gguf
+# rad_header FILE: the tensor names and shapes of a .rad, one per line.
+rad_header() {
+    python3 - "$1" <<'PY'
+import json, struct, sys
+f = open(sys.argv[1], "rb")
+pre = f.read(64)
+off, size = struct.unpack("<QQ", pre[16:32])
+f.seek(off)
+for t in json.loads(f.read(size))["tensors"]:
+    print(t["name"], "x".join(map(str, t["shape"])))
+PY
+}
+$R convert "$G3" -o "$WORK/e8.rad" >/dev/null 2>&1
+rad_header "$WORK/e8.rad" | grep -q "^blk.0.ffn_up_exps.weight@3 " \
+    && ok "8 experts: convert cuts each stack into one record per expert" || not_ok "8 experts: $(rad_header "$WORK/e8.rad" | head)"
+python3 "$RADIANCE_SRC/tests/e2e/gguf_edit.py" "$G3" "$WORK/e4097.gguf" experts=4097
+$R convert "$WORK/e4097.gguf" -o "$WORK/e4097.rad" >/dev/null 2>"$WORK/err"
+st=$?
+hdr=$(rad_header "$WORK/e4097.rad" 2>/dev/null)
+[ $st = 0 ] && grep -q "^blk.0.ffn_up_exps.weight 4097x16x64$" <<<"$hdr" && ! grep -q "@" <<<"$hdr" \
+    && ok "4097 experts (past RAD_LIMIT_EXPERTS): convert copies each stack whole, no per-expert records" \
+    || not_ok "4097 experts: exit $st, $(cat "$WORK/err"), $(head -5 <<<"$hdr")"
+expect_fail "... and the converted file is refused at open by RAD_LIMIT_ROUTED_EXPERTS" 4 \
+    "e4097.rad: metadata qwen3moe.expert_count = 4097, over the limit of 1024 experts \(RAD_LIMIT_ROUTED_EXPERTS\)" \
+    timeout 60 $R run -m "$WORK/e4097.rad" --tokens 1,2 -n 1
+rm -f "$WORK"/e4097.* "$WORK/e8.rad"
 
 finish
