@@ -496,8 +496,20 @@ static void cmd_stats(RadChat *c)
     n += snprintf(out + n, sizeof out - (size_t)n, "\nsession %s \xc2\xb7 %d messages \xc2\xb7 totals: prompt %lld (%lld evaluated), generated %lld",
                   c->session_id[0] ? c->session_id : "(not saved yet)", rad_conv_count(c->conv),
                   (long long)c->total_prompt, (long long)c->total_evaluated, (long long)c->total_completion);
-    snprintf(out + n, sizeof out - (size_t)n, "\nstart-up: model opened in %.0f ms, ready after %.0f ms", c->open_ms,
-             c->ui_ms);
+    n += snprintf(out + n, sizeof out - (size_t)n, "\nstart-up: model opened in %.0f ms, ready after %.0f ms",
+                  c->open_ms, c->ui_ms);
+    /* Streamed experts: what reading them has cost since the model opened. */
+    RadEngineStats es;
+    rad_engine_stats(c->engine, &es);
+    if (es.expert_slots > 0 && n >= 0 && (size_t)n < sizeof out) {
+        const int64_t chosen = es.expert_loads + es.expert_hits;
+        snprintf(out + n, sizeof out - (size_t)n,
+                 "\nexperts streamed: a cache of %lld; so far %lld read (%.1f MB, %lld ahead of need), %.0f%% found "
+                 "resident, %.0f ms waiting for reads",
+                 (long long)es.expert_slots, (long long)es.expert_loads, es.expert_bytes_read / 1e6,
+                 (long long)es.expert_prefetches, chosen ? 100.0 * es.expert_hits / chosen : 0.0,
+                 es.expert_wait_ns / 1e6);
+    }
     c->ui->notice(c, out);
 }
 

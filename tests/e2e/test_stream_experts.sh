@@ -105,6 +105,11 @@ for f in qwen3moe-tiny-q8_0 mixtral-tiny-f32 gpt-oss-tiny-f32 glm4moe-tiny-f32 g
     [ -n "$direct" ] && [ "$direct" = "$streamed" ] && ok "$f: the GGUF's .rad streams its experts, same tokens" \
         || not_ok "$f: GGUF '$direct', its .rad streamed '$streamed'"
 done
+# The chat's /stats says what streaming has cost so far.
+printf 'hello\n/stats\n' | timeout 60 $R chat "$WORK/qwen3moe-tiny-q8_0.rad" --plain --stream-experts -n 4 >"$WORK/chat.out" 2>&1
+grep -Eq "^experts streamed: a cache of [0-9]+; so far [0-9]+ read \([0-9.]+ MB, [0-9]+ ahead of need\), [0-9]+% found resident, [0-9]+ ms waiting for reads" "$WORK/chat.out" \
+    && ok "chat /stats: streamed experts read, hit rate and time waited" || not_ok "chat /stats: $(tail -5 "$WORK/chat.out")"
+
 # A GGUF over its budget cannot stream its stacks: it runs paged, and the
 # mode line names the conversion that would stream.
 direct=$($R run "$G/olmoe-tiny-f32.gguf" --tokens 1,2,3,4,5 -n 10 --temp 0 2>/dev/null)
